@@ -1,0 +1,295 @@
+"""The workload model: flows, coflows, precedence between coflows, multi-stage jobs.
+
+A *flow* moves ``bytes`` from server ``src`` to server ``dst`` (ports of the fabric). A
+*coflow* is a set of flows that finish together: its completion time is that of its last
+flow. It has a ``release`` time (seconds; no flow of it may send before) and a ``weight``
+for the weighted completion-time objective. At most one flow per ``(src, dst)`` pair in a
+coflow (its demand matrix has one entry there).
+
+``precedence`` is a DAG over coflows: an arc ``(a, b)`` means no flow of ``b`` may send
+before every flow of ``a`` has finished. A *job* is a weighted set of coflows (a
+multi-stage job, the arcs between its coflows given in ``precedence``); its completion
+time is that of its last coflow.
+
+Everything is validated on construction. Errors are :class:`WorkloadError`, which names
+where (file, line, coflow) and which field was wrong.
+
+The simulator, the LPs and the policies work on :class:`FlowArrays`, the flat numpy view
+of a workload (one row per flow with positive size), built once by
+:meth:`Workload.arrays`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import networkx as nx
+import numpy as np
+
+from topologies.fabric import Fabric
+
+
+class WorkloadError(ValueError):
+    """Bad workload input: says what was wrong, where, and what is allowed."""
+
+    def __init__(self, message: str, *, source: str | None = None, line: int | None = None,
+                 field: str | None = None):
+        self.message = message
+        self.source = source
+        self.line = line
+        self.field = field
+        super().__init__(str(self))
+
+    def located(self, source: str | None = None, line: int | None = None) -> "WorkloadError":
+        """The same error with a file (and line) filled in where it had none."""
+        return WorkloadError(self.message, source=self.source or source,
+                             line=self.line if self.line is not None else line,
+                             field=self.field)
+
+    def __str__(self) -> str:
+        where = ""
+        if self.source:
+            where = self.source + (f":{self.line}" if self.line is not None else "") + ": "
+        elif self.line is not None:
+            where = f"line {self.line}: "
+        fld = f"{self.field}: " if self.field else ""
+        return f"{where}{fld}{self.message}"
+
+
+@dataclass(frozen=True)
+class Flow:
+    """``bytes`` from port ``src`` to port ``dst``."""
+
+    src: int
+    dst: int
+    bytes: float
+
+
+@dataclass(frozen=True)
+class Coflow:
+    """A set of flows that complete together, released at ``release`` seconds."""
+
+    id: str
+    flows: tuple[Flow, ...]
+    release: float = 0.0
+    weight: float = 1.0
+
+    def __post_init__(self):
+        cid = self.id
+        if not isinstance(cid, str) or not cid:
+            raise WorkloadError("coflow id must be a non-empty string", field="id")
+        object.__setattr__(self, "flows", tuple(self.flows))
+        _check_number(self.release, f"coflow {cid!r}", "release", minimum=0.0)
+        _check_number(self.weight, f"coflow {cid!r}", "weight", minimum=0.0)
+        seen = set()
+        for n, f in enumerate(self.flows):
+            where = f"coflow {cid!r} flows[{n}]"
+            for name in ("src", "dst"):
+                v = getattr(f, name)
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                    raise WorkloadError(f"{where}: port must be a non-negative integer, got {v!r}",
+                                        field=name)
+            _check_number(f.bytes, where, "bytes", minimum=0.0)
+            if (f.src, f.dst) in seen:
+                raise WorkloadError(
+                    f"{where}: duplicate flow {f.src}->{f.dst} (at most one flow per "
+                    f"(src, dst) in a coflow; merge their bytes)", field="flows")
+            seen.add((f.src, f.dst))
+
+    @property
+    def total_bytes(self) -> float:
+        return float(sum(f.bytes for f in self.flows))
+
+
+@dataclass(frozen=True)
+class Job:
+    """A multi-stage job: a weighted set of coflows; completes with its last coflow."""
+
+    id: str
+    coflows: tuple[str, ...]
+    weight: float = 1.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "coflows", tuple(self.coflows))
+        _check_number(self.weight, f"job {self.id!r}", "weight", minimum=0.0)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Coflows on a fabric, with precedence arcs and jobs. Validated on construction."""
+
+    fabric: Fabric
+    coflows: tuple[Coflow, ...]
+    precedence: tuple[tuple[str, str], ...] = ()
+    jobs: tuple[Job, ...] = ()
+    name: str = "workload"
+
+    def __post_init__(self):
+        object.__setattr__(self, "coflows", tuple(self.coflows))
+        object.__setattr__(self, "precedence", tuple(tuple(a) for a in self.precedence))
+        object.__setattr__(self, "jobs", tuple(self.jobs))
+        ids = {}
+        for n, c in enumerate(self.coflows):
+            if c.id in ids:
+                raise WorkloadError(f"duplicate coflow id {c.id!r} (coflows[{ids[c.id]}] and "
+                                    f"coflows[{n}])", field="id")
+            ids[c.id] = n
+            for k, f in enumerate(c.flows):
+                for name in ("src", "dst"):
+                    if getattr(f, name) >= self.fabric.ports:
+                        raise WorkloadError(
+                            f"coflow {c.id!r} flows[{k}]: port {getattr(f, name)} out of range "
+                            f"(the fabric has ports 0..{self.fabric.ports - 1})", field=name)
+        for n, arc in enumerate(self.precedence):
+            if len(arc) != 2:
+                raise WorkloadError(f"precedence[{n}] must be a pair [before, after], got {arc!r}",
+                                    field="precedence")
+            for end in arc:
+                if end not in ids:
+                    raise WorkloadError(f"precedence[{n}] names unknown coflow {end!r}",
+                                        field="precedence")
+            if arc[0] == arc[1]:
+                raise WorkloadError(f"precedence[{n}]: coflow {arc[0]!r} precedes itself",
+                                    field="precedence")
+        g = self.dag
+        if not nx.is_directed_acyclic_graph(g):
+            cycle = " -> ".join(a for a, _ in nx.find_cycle(g))
+            raise WorkloadError(f"precedence has a cycle: {cycle} -> ...", field="precedence")
+        job_ids = set()
+        owner = {}
+        for n, j in enumerate(self.jobs):
+            if j.id in job_ids:
+                raise WorkloadError(f"duplicate job id {j.id!r}", field="jobs")
+            job_ids.add(j.id)
+            for cid in j.coflows:
+                if cid not in ids:
+                    raise WorkloadError(f"job {j.id!r} names unknown coflow {cid!r}",
+                                        field="coflows")
+                if cid in owner:
+                    raise WorkloadError(f"coflow {cid!r} is in jobs {owner[cid]!r} and {j.id!r} "
+                                        f"(a coflow belongs to one job)", field="coflows")
+                owner[cid] = j.id
+
+    # ------------------------------------------------------------------ derived views
+    @cached_property
+    def index(self) -> dict[str, int]:
+        """Coflow id -> position in :attr:`coflows`."""
+        return {c.id: n for n, c in enumerate(self.coflows)}
+
+    @cached_property
+    def dag(self) -> nx.DiGraph:
+        """Precedence DAG over coflow ids."""
+        g = nx.DiGraph()
+        g.add_nodes_from(c.id for c in self.coflows)
+        g.add_edges_from(self.precedence)
+        return g
+
+    @cached_property
+    def chi(self) -> int:
+        """Number of coflows on the longest path of the DAG (1 without precedence)."""
+        return max(self.chain_lengths, default=0)
+
+    @cached_property
+    def chain_lengths(self) -> np.ndarray:
+        """Per coflow: number of coflows on the longest DAG path ending at it (chi_k)."""
+        depth = {}
+        for cid in nx.topological_sort(self.dag):
+            depth[cid] = 1 + max((depth[p] for p in self.dag.predecessors(cid)), default=0)
+        return np.array([depth[c.id] for c in self.coflows], dtype=np.int64)
+
+    @cached_property
+    def topo_rank(self) -> np.ndarray:
+        """Per coflow: position in a deterministic topological order (ties by index)."""
+        order = nx.lexicographical_topological_sort(self.dag, key=lambda c: self.index[c])
+        rank = np.empty(len(self.coflows), dtype=np.int64)
+        for r, cid in enumerate(order):
+            rank[self.index[cid]] = r
+        return rank
+
+    @cached_property
+    def arrays(self) -> "FlowArrays":
+        return FlowArrays.from_workload(self)
+
+    def replace(self, **changes) -> "Workload":
+        fields = dict(fabric=self.fabric, coflows=self.coflows, precedence=self.precedence,
+                      jobs=self.jobs, name=self.name)
+        fields.update(changes)
+        return Workload(**fields)
+
+
+@dataclass(frozen=True, eq=False)
+class FlowArrays:
+    """Flat numpy view of a workload: one row per flow of positive size.
+
+    Attributes
+    ----------
+    src, dst, coflow : int64 arrays, one entry per flow
+    size : float64 bytes per flow
+    release, weight : float64 per coflow
+    n_coflows, ports, cores : ints
+    preds : list (per coflow) of int arrays of direct predecessors
+    succs : list (per coflow) of int arrays of direct successors
+    arcs : (E, 2) int array of coflow index pairs
+    job_of : int64 per coflow, job index or -1
+    job_weight : float64 per job
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    coflow: np.ndarray
+    size: np.ndarray
+    release: np.ndarray
+    weight: np.ndarray
+    n_coflows: int
+    ports: int
+    cores: int
+    arcs: np.ndarray
+    job_of: np.ndarray
+    job_weight: np.ndarray
+    preds: list = field(repr=False)
+    succs: list = field(repr=False)
+
+    @classmethod
+    def from_workload(cls, w: Workload) -> "FlowArrays":
+        src, dst, cof, size = [], [], [], []
+        for k, c in enumerate(w.coflows):
+            for f in c.flows:
+                if f.bytes > 0:
+                    src.append(f.src)
+                    dst.append(f.dst)
+                    cof.append(k)
+                    size.append(float(f.bytes))
+        n = len(w.coflows)
+        arcs = np.array([(w.index[a], w.index[b]) for a, b in w.precedence],
+                        dtype=np.int64).reshape(-1, 2)
+        preds = [[] for _ in range(n)]
+        succs = [[] for _ in range(n)]
+        for a, b in arcs:
+            preds[b].append(a)
+            succs[a].append(b)
+        job_of = np.full(n, -1, dtype=np.int64)
+        for g, j in enumerate(w.jobs):
+            for cid in j.coflows:
+                job_of[w.index[cid]] = g
+        return cls(
+            src=np.array(src, dtype=np.int64), dst=np.array(dst, dtype=np.int64),
+            coflow=np.array(cof, dtype=np.int64), size=np.array(size, dtype=np.float64),
+            release=np.array([c.release for c in w.coflows], dtype=np.float64),
+            weight=np.array([c.weight for c in w.coflows], dtype=np.float64),
+            n_coflows=n, ports=w.fabric.ports, cores=w.fabric.cores, arcs=arcs,
+            job_of=job_of, job_weight=np.array([j.weight for j in w.jobs], dtype=np.float64),
+            preds=[np.array(p, dtype=np.int64) for p in preds],
+            succs=[np.array(s, dtype=np.int64) for s in succs])
+
+    @property
+    def n_flows(self) -> int:
+        return len(self.size)
+
+
+def _check_number(value, where: str, name: str, minimum: float | None = None):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise WorkloadError(f"{where}: {name} must be a number, got {value!r}", field=name)
+    if not np.isfinite(value):
+        raise WorkloadError(f"{where}: {name} must be finite, got {value!r}", field=name)
+    if minimum is not None and value < minimum:
+        raise WorkloadError(f"{where}: {name} must be >= {minimum:g}, got {value!r}", field=name)

@@ -1,0 +1,157 @@
+"""Plans and the state a policy plans from: the one interface between policies and engines.
+
+At every event (the run starts, coflows become ready, a coflow completes, a coflow crosses
+a byte threshold the plan asked about, the plan's horizon is reached) an engine hands the
+policy a :class:`State` and applies the :class:`Plan` it returns until the next event. The
+simulator (``emulate.sim``) and the SDN controller (``controller.app``) apply the same
+plans, so a policy never knows which engine runs it.
+
+A plan says, for every flow:
+
+* ``core``: the core it is sent through. A flow that has sent bytes is pinned to its core
+  (``State.core``); a plan that moves it is an error (no migration).
+* ``rank``: its priority; lower is served first.
+* ``rate_cap``: an optional cap in bits/s (``nan`` = none).
+
+and, for the whole fabric, how rates follow from ranks (``sharing``):
+
+* ``"priority"``: work-conserving strict priority. Flows are taken in rank order (ties by
+  flow index); each gets ``min(cap, free capacity of its input port, free capacity of its
+  output port)`` on its core. With unit capacities and no caps this is exactly the
+  preemptive priority-greedy matching of the coflow papers (algorithms.md 1.5). With
+  ``backfill`` a second pass in rank order hands leftover capacity to flows regardless of
+  their caps (Varys's backfilling).
+* ``"fair"``: max-min fair sharing among all eligible flows on each core, each flow at most
+  its cap (what per-flow TCP fair sharing converges to).
+
+Rates are recomputed by the engine whenever a flow completes, with the same plan, so a
+plan only changes at the events listed above. ``byte_limit`` (per coflow, bytes sent so far
+at which to re-plan; ``inf`` = none) and ``horizon`` (an absolute time) let a policy ask
+for extra events, e.g. Aalo's queue thresholds.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from controller.model import FlowArrays, Workload
+
+SHARINGS = ("priority", "fair")
+
+
+class PlanError(RuntimeError):
+    """A policy returned a plan the engine cannot apply."""
+
+
+@dataclass
+class Plan:
+    """Per-flow core, rank and rate cap; see the module docstring."""
+
+    core: np.ndarray
+    rank: np.ndarray
+    rate_cap: np.ndarray | None = None
+    sharing: str = "priority"
+    backfill: bool = True
+    byte_limit: np.ndarray | None = None
+    horizon: float = float("inf")
+
+    def validate(self, state: "State") -> None:
+        """Raise :class:`PlanError` unless the plan can be applied in ``state``."""
+        a = state.arrays
+        n = a.n_flows
+        for name in ("core", "rank"):
+            v = getattr(self, name)
+            if not isinstance(v, np.ndarray) or v.shape != (n,):
+                raise PlanError(f"plan.{name} must be a numpy array of {n} entries (one per flow)")
+        if self.rate_cap is not None and (not isinstance(self.rate_cap, np.ndarray)
+                                          or self.rate_cap.shape != (n,)):
+            raise PlanError(f"plan.rate_cap must be None or a numpy array of {n} entries")
+        if self.byte_limit is not None and (not isinstance(self.byte_limit, np.ndarray)
+                                            or self.byte_limit.shape != (a.n_coflows,)):
+            raise PlanError(f"plan.byte_limit must be None or an array of {a.n_coflows} entries")
+        if self.sharing not in SHARINGS:
+            raise PlanError(f"plan.sharing must be one of {SHARINGS}, got {self.sharing!r}")
+        elig = state.eligible
+        cores = self.core[elig]
+        if cores.size and (cores.min() < 0 or cores.max() >= a.cores):
+            raise PlanError(f"plan.core must be in 0..{a.cores - 1} for every eligible flow")
+        pinned = state.core >= 0
+        moved = pinned & (self.core != state.core) & ~state.flow_done
+        if moved.any():
+            f = int(np.flatnonzero(moved)[0])
+            raise PlanError(
+                f"plan moves flow {f} (coflow {state.workload.coflows[a.coflow[f]].id!r}) from "
+                f"core {state.core[f]} to core {self.core[f]}: flows may not migrate")
+
+
+@dataclass
+class State:
+    """What a policy sees at an event. Arrays are indexed like ``workload.arrays``.
+
+    Attributes
+    ----------
+    time : float
+        Current time, seconds.
+    event : str
+        Why the policy is called: ``"start"``, ``"ready"`` (coflows became ready),
+        ``"completion"`` (a coflow completed), ``"byte_limit"``, ``"horizon"``.
+    workload, arrays
+        The workload and its flat view.
+    remaining : float array per flow
+        Bytes still to send.
+    sent : float array per coflow
+        Bytes the coflow has sent so far.
+    flow_done : bool array per flow
+    released : bool array per coflow
+        Release time has passed (the coflow is known to an online policy).
+    ready : bool array per coflow
+        Released and every predecessor complete.
+    done : bool array per coflow
+    completion : float array per coflow (nan while running)
+    eligible : bool array per flow
+        The flow may send now: its coflow is ready and it has bytes left.
+    core : int array per flow
+        Core a started flow is pinned to, -1 while it has sent nothing.
+    """
+
+    time: float
+    event: str
+    workload: Workload
+    arrays: FlowArrays
+    remaining: np.ndarray
+    sent: np.ndarray
+    flow_done: np.ndarray
+    released: np.ndarray
+    ready: np.ndarray
+    done: np.ndarray
+    completion: np.ndarray
+    eligible: np.ndarray
+    core: np.ndarray
+
+    @property
+    def active_coflows(self) -> np.ndarray:
+        """Indices of coflows that are ready and not done."""
+        return np.flatnonzero(self.ready & ~self.done)
+
+    @property
+    def known_coflows(self) -> np.ndarray:
+        """Indices of coflows that are released and not done (what an online policy knows)."""
+        return np.flatnonzero(self.released & ~self.done)
+
+
+def coflow_order_plan(state: State, order, core: np.ndarray | None = None,
+                      **kw) -> Plan:
+    """A priority plan that serves coflows in ``order`` (coflow indices, first = highest).
+
+    Coflows not in ``order`` come after, by index. Inside a coflow flows are ranked by
+    (src, dst). ``core`` defaults to the flow's pinned core, else core 0.
+    """
+    a = state.arrays
+    pos = np.full(a.n_coflows, len(order), dtype=np.float64)
+    pos[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.float64)
+    tie = (a.src * a.ports + a.dst) / float(a.ports * a.ports + 1)
+    rank = pos[a.coflow] + tie
+    if core is None:
+        core = np.where(state.core >= 0, state.core, 0)
+    return Plan(core=np.asarray(core, dtype=np.int64), rank=rank, **kw)

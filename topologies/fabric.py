@@ -1,0 +1,73 @@
+"""The fabric: an identical parallel network.
+
+A fabric has ``cores`` network cores, each a non-blocking ``ports x ports`` switch. Server
+``i`` has one uplink to every core (input port ``i`` of that core) and one downlink from
+every core (output port ``i``). Every link of core ``h`` runs at ``rate_bps[h]`` bits per
+second; an identical parallel network has the same rate on every core, a heterogeneous
+one (``core_rates``) a rate per core.
+
+Examples
+--------
+>>> Fabric(ports=4, cores=2, rate_bps=1e9).core_rate(1)
+1000000000.0
+>>> Fabric(ports=4, cores=2, rate_bps=1e9, core_rates=(1e9, 4e8)).core_rate(1)
+400000000.0
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class FabricError(ValueError):
+    """A fabric parameter is out of range."""
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """``cores`` identical (or per-core rated) non-blocking switches of ``ports`` ports."""
+
+    ports: int
+    cores: int = 1
+    rate_bps: float = 1e9
+    core_rates: tuple[float, ...] | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.ports, int) or self.ports < 1:
+            raise FabricError(f"fabric.ports must be a positive integer, got {self.ports!r}")
+        if not isinstance(self.cores, int) or self.cores < 1:
+            raise FabricError(f"fabric.cores must be a positive integer, got {self.cores!r}")
+        if not self.rate_bps > 0:
+            raise FabricError(f"fabric.rate_bps must be > 0, got {self.rate_bps!r}")
+        if self.core_rates is not None:
+            rates = tuple(float(r) for r in self.core_rates)
+            if len(rates) != self.cores:
+                raise FabricError(
+                    f"fabric.core_rates has {len(rates)} entries for {self.cores} cores")
+            if any(not r > 0 for r in rates):
+                raise FabricError(f"fabric.core_rates must all be > 0, got {rates}")
+            object.__setattr__(self, "core_rates", rates)
+
+    def core_rate(self, core: int) -> float:
+        """Link rate of ``core`` in bits per second."""
+        return float(self.core_rates[core] if self.core_rates else self.rate_bps)
+
+    @property
+    def rates(self) -> tuple[float, ...]:
+        """Link rate of every core, bits per second."""
+        return tuple(self.core_rate(h) for h in range(self.cores))
+
+    @property
+    def identical(self) -> bool:
+        """True when every core has the same rate."""
+        return len(set(self.rates)) == 1
+
+    def with_(self, **changes) -> "Fabric":
+        """A copy with some fields replaced (``core_rates`` dropped when ``cores`` changes)."""
+        fields = dict(ports=self.ports, cores=self.cores, rate_bps=self.rate_bps,
+                      core_rates=self.core_rates)
+        if "cores" in changes and "core_rates" not in changes:
+            fields["core_rates"] = None
+        if "rate_bps" in changes and "core_rates" not in changes:
+            fields["core_rates"] = None
+        fields.update(changes)
+        return Fabric(**fields)
