@@ -272,7 +272,9 @@ class _Rows:
         self.idx, self.val, self.lo, self.nnz = [], [], [], [0]
 
     def add(self, index, value, lower):
-        """Add rows with two entries each: ``value[0] x[index[0]] + ... >= lower``."""
+        """Add rows ``sum_t value[r, t] x[index[r, t]] >= lower[r]`` (same length each)."""
+        if len(lower) == 0:
+            return
         index = np.asarray(index, dtype=np.int64).reshape(len(lower), -1)
         value = np.asarray(value, dtype=np.float64).reshape(len(lower), -1)
         self.idx.append(index.ravel())
