@@ -1,0 +1,304 @@
+"""The controller's JSON API to the host agents (and to the engine that watches a run).
+
+Transport: one JSON object per line (UTF-8, at most :data:`MAX_LINE` bytes) over a Unix
+stream socket in the run's private directory (mode 0700). This is the *management
+network*: Mininet hosts have their own network namespaces but share the file system, so
+every agent reaches the socket by its path, while nothing on any network (emulated or
+real) can reach it, and its traffic never crosses the emulated switches or competes with
+the measured bytes. (A management link through Mininet's root-namespace trick would put
+the API on an address every host can route to and add interfaces to the root namespace;
+the socket needs neither.)
+
+Requests carry an integer ``id``; the answer to a request carries ``re`` (that id) and
+``ok``. Either side may send requests. Every request is validated by :func:`validate`:
+a bad message (not JSON, not an object, unknown ``op``, a missing or ill-typed field, a
+number out of range, a line too long) is logged by the receiver and answered with
+``{"re": id-or-null, "ok": false, "error": "..."}``; the connection and the run go on.
+
+Agent -> controller
+    ``register {host, pid}``; ``flow_started {flow, t}`` (sender connected);
+    ``flow_done {flow, t, bytes}`` (receiver got every byte); ``plan {flow}`` (query: core,
+    class, paused, pacing of a flow); ``agent_error {flow?, error}``; ``ping``.
+Engine -> controller
+    ``watch`` (then receives ``progress``/``finished`` pushes); ``ping``.
+Controller -> agent
+    ``start {flow, addr, port, src_addr, sport, bytes, tos, paused, pace_bps}``;
+    ``update {flows: [{flow, tos, paused, pace_bps}]}``; ``counters`` (answer
+    ``{rx: {flow: bytes}, t}``); ``stop``.
+
+This module is standard library only: the agents import it.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import socket
+import threading
+
+MAX_LINE = 1 << 16
+"""Longest accepted message (bytes, newline excluded)."""
+
+_INT = (int,)
+_NUM = (int, float)
+
+# op -> {field: (types, required)}
+AGENT_OPS: dict[str, dict[str, tuple[tuple, bool]]] = {
+    "register": {"host": (_INT, True), "pid": (_INT, True)},
+    "flow_started": {"flow": (_INT, True), "t": (_NUM, True)},
+    "flow_done": {"flow": (_INT, True), "t": (_NUM, True), "bytes": (_INT, True)},
+    "plan": {"flow": (_INT, True)},
+    "agent_error": {"flow": (_INT + (type(None),), False), "error": ((str,), True)},
+    "watch": {},
+    "ping": {},
+}
+
+CONTROLLER_OPS: dict[str, dict[str, tuple[tuple, bool]]] = {
+    "start": {"flow": (_INT, True), "addr": ((str,), True), "port": (_INT, True),
+              "src_addr": ((str,), True), "sport": (_INT, True), "bytes": (_INT, True),
+              "tos": (_INT, True), "paused": ((bool,), True),
+              "pace_bps": (_NUM + (type(None),), False)},
+    "update": {"flows": ((list,), True)},
+    "counters": {},
+    "stop": {},
+}
+
+
+class ApiError(ValueError):
+    """A message that does not follow the protocol; the text says what is wrong."""
+
+
+def parse(line: bytes) -> dict:
+    """Decode one line into a JSON object, or raise :class:`ApiError`."""
+    if len(line) > MAX_LINE:
+        raise ApiError(f"message longer than {MAX_LINE} bytes")
+    try:
+        msg = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ApiError(f"not JSON: {e}") from None
+    if not isinstance(msg, dict):
+        raise ApiError(f"a message must be a JSON object, got {type(msg).__name__}")
+    return msg
+
+
+def validate(msg: dict, ops: dict = AGENT_OPS) -> dict:
+    """Check a request against its ``op``'s fields; returns it or raises ApiError.
+
+    Booleans are not accepted as integers, numbers must be finite, integers >= 0.
+    """
+    op = msg.get("op")
+    if not isinstance(op, str) or op not in ops:
+        raise ApiError(f"unknown op {op!r}; known: {', '.join(sorted(ops))}")
+    mid = msg.get("id")
+    if not _is_int(mid) or mid < 0:
+        raise ApiError(f"{op}: 'id' must be a non-negative integer, got {mid!r}")
+    fields = ops[op]
+    for name, (types, required) in fields.items():
+        if name not in msg:
+            if required:
+                raise ApiError(f"{op}: missing field {name!r}")
+            continue
+        v = msg[name]
+        if v is None and type(None) in types:
+            continue
+        if isinstance(v, bool) and bool not in types:
+            raise ApiError(f"{op}: {name!r} must be {_names(types)}, got {v!r}")
+        if not isinstance(v, types):
+            raise ApiError(f"{op}: {name!r} must be {_names(types)}, got {v!r}")
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            if not math.isfinite(v) or v < 0:
+                raise ApiError(f"{op}: {name!r} must be finite and >= 0, got {v!r}")
+    extra = set(msg) - set(fields) - {"op", "id"}
+    if extra:
+        raise ApiError(f"{op}: unknown fields {sorted(extra)}")
+    return msg
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _names(types) -> str:
+    return " or ".join("null" if t is type(None) else t.__name__ for t in types)
+
+
+class Channel:
+    """One side of an API connection: framed send, request/answer matching, line reading.
+
+    ``send`` is safe from any thread. ``request`` sends and waits for the answer, which the
+    thread running :meth:`serve` hands over.
+    """
+
+    def __init__(self, sock: socket.socket, log: logging.Logger | None = None,
+                 name: str = "?"):
+        self.sock = sock
+        self.log = log or logging.getLogger("coflowemu.api")
+        self.name = name
+        self._wlock = threading.Lock()
+        self._ids = 0
+        self._pending: dict[int, list] = {}
+        self._plock = threading.Lock()
+        self.closed = False
+        self.host: int | None = None
+        self.role = "unknown"
+
+    def send(self, obj: dict) -> bool:
+        data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+        with self._wlock:
+            try:
+                self.sock.sendall(data)
+                return True
+            except OSError:
+                self.closed = True
+                return False
+
+    def answer(self, request_id, ok: bool = True, error: str | None = None, **fields) -> None:
+        msg = {"re": request_id, "ok": ok}
+        if error is not None:
+            msg["error"] = error
+        msg.update(fields)
+        self.send(msg)
+
+    def request_async(self, obj: dict) -> tuple[int, threading.Event, list]:
+        with self._plock:
+            self._ids += 1
+            rid = self._ids
+            ev = threading.Event()
+            slot = [ev, None]
+            self._pending[rid] = slot
+        obj = dict(obj, id=rid)
+        if not self.send(obj):
+            ev.set()
+        return rid, ev, slot
+
+    def wait(self, rid: int, ev: threading.Event, slot: list, timeout: float) -> dict | None:
+        ev.wait(timeout)
+        with self._plock:
+            self._pending.pop(rid, None)
+        return slot[1]
+
+    def request(self, obj: dict, timeout: float = 2.0) -> dict | None:
+        """Send a request; its answer, or None on timeout / closed connection."""
+        return self.wait(*self.request_async(obj), timeout)
+
+    def resolve(self, msg: dict) -> bool:
+        """Hand an answer to the waiting request; False if nobody waits for it."""
+        rid = msg.get("re")
+        with self._plock:
+            slot = self._pending.get(rid) if _is_int(rid) else None
+        if slot is None:
+            return False
+        slot[1] = msg
+        slot[0].set()
+        return True
+
+    def lines(self):
+        """Yield raw lines until the peer closes; over-long lines come as ``None``."""
+        buf = b""
+        skipping = False
+        while True:
+            try:
+                chunk = self.sock.recv(65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.closed = True
+                with self._plock:
+                    for slot in self._pending.values():
+                        slot[0].set()
+                return
+            buf += chunk
+            while True:
+                nl = buf.find(b"\n")
+                if nl < 0:
+                    if len(buf) > MAX_LINE:
+                        if not skipping:
+                            yield None
+                        skipping = True
+                        buf = b""
+                    break
+                line, buf = buf[:nl], buf[nl + 1:]
+                if skipping:
+                    skipping = False
+                    continue
+                if line.strip():
+                    yield line
+
+    def close(self) -> None:
+        self.closed = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+
+class ApiServer:
+    """Accepts connections on a Unix socket; one thread per connection.
+
+    ``on_request(channel, msg)`` gets every valid request (after :func:`validate`); it may
+    raise :class:`ApiError` to have the request answered with an error. Answers to the
+    controller's own requests are routed to :meth:`Channel.resolve`.
+    ``on_close(channel)`` is called when a peer goes away.
+    """
+
+    def __init__(self, path: str, on_request, on_close=None, log=None):
+        self.path = path
+        self.on_request = on_request
+        self.on_close = on_close
+        self.log = log or logging.getLogger("coflowemu.api")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        self.sock.listen(256)
+        self.channels: list[Channel] = []
+        self.errors = 0
+        self._stop = False
+
+    def serve_forever(self) -> None:
+        n = 0
+        while not self._stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            n += 1
+            ch = Channel(conn, self.log, name=f"conn{n}")
+            self.channels.append(ch)
+            threading.Thread(target=self._serve, args=(ch,), daemon=True,
+                             name=f"api-{ch.name}").start()
+
+    def _serve(self, ch: Channel) -> None:
+        for line in ch.lines():
+            rid = None
+            try:
+                if line is None:
+                    raise ApiError(f"message longer than {MAX_LINE} bytes (dropped)")
+                msg = parse(line)
+                rid = msg.get("id") if _is_int(msg.get("id")) else None
+                if "re" in msg and "op" not in msg:
+                    if not ch.resolve(msg):
+                        raise ApiError(f"answer to unknown request {msg.get('re')!r}")
+                    continue
+                validate(msg)
+                self.on_request(ch, msg)
+            except ApiError as e:
+                self.errors += 1
+                shown = line[:200] if line is not None else b"<too long>"
+                self.log.warning("api: bad message from %s (host %s): %s; message: %r",
+                                 ch.name, ch.host, e, shown)
+                ch.answer(rid, ok=False, error=str(e))
+            except Exception as e:  # noqa: BLE001 - a handler bug must not kill the server
+                self.errors += 1
+                self.log.exception("api: error handling a message from %s", ch.name)
+                ch.answer(rid, ok=False, error=f"internal error: {type(e).__name__}: {e}")
+        if self.on_close:
+            self.on_close(ch)
+
+    def close(self) -> None:
+        self._stop = True
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        for ch in list(self.channels):
+            ch.close()

@@ -1,0 +1,266 @@
+"""The OpenFlow 1.3 application that enforces a policy's plans on the core switches.
+
+An os-ken application (Ryu's maintained fork; the same code runs under Ryu where Ryu is
+installed, by swapping the ``os_ken`` imports for ``ryu``). It is started by the Mininet
+engine as its own process::
+
+    python -m controller.app RUN_DIR
+
+where ``RUN_DIR`` holds ``config.json`` (:class:`controller.runtime.RunConfig`),
+``workload.pkl`` and ``policy.pkl``. It listens for switches on
+``127.0.0.1:<ofp_port>`` and for agents on the Unix socket ``<api_path>``
+(:mod:`controller.api`), runs the :class:`controller.runtime.EmulationRun`, writes
+``result.json`` and exits. Logs: ``controller.log`` (everything, timestamped) and
+``decisions.jsonl`` (one JSON line per decision).
+
+What it installs on core switch ``c`` (datapath id ``0xcfe000 + c + 1``):
+
+* priority 10, forwarding: IPv4 to ``10.<c+1>.0.<j+1>`` and ARP asking for it -> port
+  ``j+1``; nothing else is forwarded (no flooding: the fabric needs none);
+* priority 100, one rule per started flow: its TCP 4-tuple ->
+  ``set_field ip_dscp=<class>``, output to the destination's port; modified when the
+  flow's class changes, deleted when it completes (cookie = flow index + 1).
+
+Handlers, by the event they answer: switch features (configure the switch), barrier
+replies (the switch has applied the rules: readiness and the event-to-rules latency),
+port status and errors (logged), state change to DEAD (the run aborts: a lost switch
+means the plan is no longer enforced).
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import pickle
+import sys
+import threading
+import time
+
+from topologies.mininet_topo import core_address, core_of_dpid, switch_port
+
+# os-ken: import app_manager before the controller (the other order is a circular import)
+from os_ken.base import app_manager  # noqa: E402  isort: skip
+from os_ken.controller import ofp_event  # noqa: E402
+from os_ken.controller.handler import (CONFIG_DISPATCHER, DEAD_DISPATCHER,  # noqa: E402
+                                       MAIN_DISPATCHER, set_ev_cls)
+from os_ken.ofproto import ofproto_v1_3  # noqa: E402
+
+log = logging.getLogger("coflowemu.controller")
+
+RULE_PRIORITY = 100
+FORWARD_PRIORITY = 10
+
+#: set by :func:`main` before os-ken instantiates the application
+_RUN: dict = {}
+
+
+class CoflowController(app_manager.OSKenApp):
+    """Connects the core switches to an :class:`~controller.runtime.EmulationRun`."""
+
+    OFP_VERSIONS = [ofproto_v1_3.OFP_VERSION]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.run = _RUN["run"]
+        self.n_hosts = _RUN["cfg"].n_hosts
+        self.n_cores = self.run.workload.fabric.cores
+        self.datapaths: dict[int, object] = {}
+        self._barriers: dict[tuple[int, int], tuple] = {}
+        self._pending_barrier: dict[int, list] = {}
+        self._lock = threading.Lock()
+        self._tokens = itertools.count(1)
+        self.run.switches = self
+
+    # ------------------------------------------------------------------ switch events
+    @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
+    def switch_features(self, ev):
+        dp = ev.msg.datapath
+        core = core_of_dpid(dp.id)
+        if core is None or core >= self.n_cores:
+            log.warning("ignoring switch with datapath id %#x (not a core of this run)", dp.id)
+            return
+        self.datapaths[core] = dp
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        # clean slate, then forwarding
+        dp.send_msg(parser.OFPFlowMod(dp, command=ofp.OFPFC_DELETE, table_id=ofp.OFPTT_ALL,
+                                      out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
+                                      match=parser.OFPMatch()))
+        for j in range(self.n_hosts):
+            addr = core_address(j, core)
+            out = [parser.OFPActionOutput(switch_port(j))]
+            for match in (parser.OFPMatch(eth_type=0x0800, ipv4_dst=addr),
+                          parser.OFPMatch(eth_type=0x0806, arp_tpa=addr)):
+                dp.send_msg(parser.OFPFlowMod(
+                    dp, priority=FORWARD_PRIORITY, match=match,
+                    instructions=[parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, out)]))
+        log.info("core %d (dpid %#x) connected; forwarding for %d hosts installed",
+                 core, dp.id, self.n_hosts)
+        self._send_barrier(dp, ("ready", core))
+
+    @set_ev_cls(ofp_event.EventOFPBarrierReply, MAIN_DISPATCHER)
+    def barrier_reply(self, ev):
+        dp = ev.msg.datapath
+        with self._lock:
+            what = self._barriers.pop((dp.id, ev.msg.xid), None)
+        if what is None:
+            return
+        if what[0] == "ready":
+            self.run.events.put(("switch_ready", time.time(), what[1]))
+        elif what[0] == "rules":
+            _, token, t_event, sink = what
+            with self._lock:
+                left = self._pending_barrier.get(token)
+                if left is None:
+                    return
+                left.remove(dp.id)
+                if left:
+                    return
+                del self._pending_barrier[token]
+            ms = (time.time() - t_event) * 1e3
+            sink.append(ms)
+            self.run.decision(event="rules_installed", token=token, event_to_rules_ms=round(ms, 3))
+
+    @set_ev_cls(ofp_event.EventOFPErrorMsg, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
+    def error_msg(self, ev):
+        m = ev.msg
+        log.error("OpenFlow error from %#x: type=%d code=%d data=%s", m.datapath.id, m.type,
+                  m.code, m.data[:64].hex() if m.data else "")
+        self.run.decision(event="of_error", dpid=m.datapath.id, type=m.type, code=m.code)
+
+    @set_ev_cls(ofp_event.EventOFPPortStatus, MAIN_DISPATCHER)
+    def port_status(self, ev):
+        m = ev.msg
+        log.info("port status on %#x: reason %d port %d", m.datapath.id, m.reason,
+                 m.desc.port_no)
+
+    @set_ev_cls(ofp_event.EventOFPStateChange, [MAIN_DISPATCHER, DEAD_DISPATCHER])
+    def state_change(self, ev):
+        dp = ev.datapath
+        if ev.state == DEAD_DISPATCHER and dp.id is not None:
+            core = core_of_dpid(dp.id)
+            if core is not None and self.datapaths.get(core) is dp:
+                del self.datapaths[core]
+                log.warning("core %d disconnected", core)
+                if not self.run.finished:
+                    self.run.events.put(("switch_lost", time.time(), core))
+
+    # ------------------------------------------------------------------ used by the run
+    def install_flow(self, core: int, flow: int, rule: dict, modify: bool = False) -> None:
+        """Pin ``flow`` to ``core``'s switch: match its 4-tuple, mark its DSCP, forward."""
+        dp = self.datapaths[core]
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        match = parser.OFPMatch(eth_type=0x0800, ip_proto=6, ipv4_src=rule["ipv4_src"],
+                                ipv4_dst=rule["ipv4_dst"], tcp_src=rule["tcp_src"],
+                                tcp_dst=rule["tcp_dst"])
+        actions = [parser.OFPActionSetField(ip_dscp=rule["dscp"]),
+                   parser.OFPActionOutput(rule["out_port"])]
+        dp.send_msg(parser.OFPFlowMod(
+            dp, cookie=flow + 1, priority=RULE_PRIORITY, match=match,
+            command=ofp.OFPFC_MODIFY_STRICT if modify else ofp.OFPFC_ADD,
+            instructions=[parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]))
+
+    def remove_flow(self, core: int, flow: int) -> None:
+        dp = self.datapaths.get(core)
+        if dp is None:
+            return
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        dp.send_msg(parser.OFPFlowMod(dp, command=ofp.OFPFC_DELETE, table_id=0,
+                                      cookie=flow + 1, cookie_mask=0xFFFFFFFFFFFFFFFF,
+                                      out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
+                                      match=parser.OFPMatch()))
+
+    def barrier(self, cores, t_event: float, sink: list) -> None:
+        """Barrier on ``cores``; when all answered, ``sink`` gets the ms since ``t_event``."""
+        token = next(self._tokens)
+        dps = [self.datapaths[c] for c in cores if c in self.datapaths]
+        with self._lock:
+            self._pending_barrier[token] = [dp.id for dp in dps]
+        for dp in dps:
+            self._send_barrier(dp, ("rules", token, t_event, sink))
+
+    def _send_barrier(self, dp, what) -> None:
+        msg = dp.ofproto_parser.OFPBarrierRequest(dp)
+        dp.set_xid(msg)
+        with self._lock:
+            self._barriers[(dp.id, msg.xid)] = what
+        dp.send_msg(msg)
+
+
+def _setup_logging(path: str) -> None:
+    h = logging.FileHandler(path)
+    h.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d %(levelname)s %(name)s: "
+                                     "%(message)s", "%Y-%m-%dT%H:%M:%S"))
+    root = logging.getLogger()
+    root.handlers[:] = [h]
+    root.setLevel(logging.INFO)
+    logging.getLogger("os_ken").setLevel(logging.WARNING)
+
+
+def _die_with_parent() -> None:
+    """SIGTERM this process when the engine that started it dies (Linux prctl)."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - best effort
+        pass
+
+
+def main(argv=None) -> int:
+    """Entry point of the controller process (see the module docstring)."""
+    import signal
+
+    from controller.api import ApiServer
+    from controller.runtime import EmulationRun, RunConfig
+
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m controller.app RUN_DIR", file=sys.stderr)
+        return 2
+    run_dir = argv[0]
+    _die_with_parent()
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
+    _setup_logging(os.path.join(run_dir, "controller.log"))
+    with open(os.path.join(run_dir, "config.json")) as fh:
+        cfg = RunConfig.from_json(fh.read())
+    with open(os.path.join(run_dir, "workload.pkl"), "rb") as fh:
+        workload = pickle.load(fh)
+    with open(os.path.join(run_dir, "policy.pkl"), "rb") as fh:
+        policy = pickle.load(fh)
+    t = time.perf_counter()
+    policy.start(workload)
+    log.info("policy %s started in %.3f s", getattr(policy, "name", policy),
+             time.perf_counter() - t)
+    run = EmulationRun(cfg, workload, policy, switches=None)
+    t = time.perf_counter()
+    run.warm_up()
+    log.info("policy warmed up in %.3f s", time.perf_counter() - t)
+    # os-ken imports the application as ``controller.app``, which is not ``__main__``
+    import controller.app as app_module
+    app_module._RUN.update(run=run, cfg=cfg)
+    api = ApiServer(cfg.api_path, run.on_request, run.on_close, log=log)
+    os.chmod(cfg.api_path, 0o600)
+    threading.Thread(target=api.serve_forever, daemon=True, name="api").start()
+
+    from os_ken import cfg as oscfg
+    oscfg.CONF(args=["--ofp-listen-host", "127.0.0.1",
+                     "--ofp-tcp-listen-port", str(cfg.ofp_port)], project="os_ken")
+    threading.Thread(target=app_manager.AppManager.run_apps, args=(["controller.app"],),
+                     daemon=True, name="os-ken").start()
+
+    result = run.serve()
+    result["api_errors"] = api.errors
+    import json
+    tmp = os.path.join(run_dir, ".result.json")
+    with open(tmp, "w") as fh:
+        json.dump(result, fh)
+    os.replace(tmp, os.path.join(run_dir, "result.json"))
+    log.info("result written (ok=%s); exiting", result["ok"])
+    time.sleep(0.2)  # let the stop messages leave
+    api.close()
+    logging.shutdown()
+    os._exit(0 if result["ok"] else 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""Priority classes: how a plan's ranks become DSCP marks and strict-priority HTB bands.
+
+Switches have few queues; a plan ranks every flow. As Sincronia and Aalo do, the controller
+maps the ordering onto the few classes the data plane has and re-maps at every event.
+
+The data plane
+--------------
+Every link end (the host side, which is the core's input port, and the switch side, its
+output port) carries the same HTB tree (:func:`htb_priority_tree`)::
+
+    1:   htb root, default 1:10
+    1:1  rate R  ceil R                       the link
+    1:10 rate R/20 ceil R  prio 0             control: unmarked packets (TCP ACKs, ARP)
+    1:11 rate ~0  ceil R   prio 0             data class 0 (highest)  DSCP 40
+    1:12 rate ~0  ceil R   prio 1             data class 1            DSCP 41
+    ...
+    1:18 rate ~0  ceil R   prio 7             data class 7 (lowest)   DSCP 47
+
+u32 filters send a packet to its data class by the DSCP in its TOS byte. Data classes have
+a negligible guaranteed rate, so they live on borrowing, which HTB hands out in ``prio``
+order: strict priority. The control band has a guaranteed R/20 (ACKs are ~2 % of the
+reverse data rate), so ACKs and ARP are served before any data and a busy data class
+never delays the acknowledgements of another flow. A class alone still gets the whole
+link (ceil R).
+
+Who marks: the switch rule of a flow sets its DSCP (OpenFlow ``set_field ip_dscp``), which
+the switch-side tree (downlink) acts on; the agent marks the same DSCP on its socket
+(``IP_TOS``), which the host-side tree (uplink) acts on. Both come from the controller.
+
+Mapping ranks to classes
+------------------------
+:func:`conflict_classes`: flows are taken in rank order; a flow's class is one more than
+the largest class of any higher-ranked flow it shares a link with (same core, same input
+or output port), 0 when it shares none, capped at the lowest class. This keeps the plan's
+order between every pair of flows that actually compete, using as few classes as the
+longest chain of competing flows needs; only chains longer than 8 merge their tail into
+the lowest class (where TCP shares fairly). :func:`coflow_classes` is Sincronia's simpler
+rule (the first coflows in order get a class each, the rest share the lowest), kept for
+comparison.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+N_DATA_CLASSES = 8
+"""HTB allows priorities 0..7; each data class has its own."""
+
+DSCP_BASE = 40
+"""Data class ``k`` is marked DSCP ``DSCP_BASE + k``. DSCP 0 (unmarked) is control."""
+
+CONTROL_SHARE = 0.05
+"""Guaranteed share of a link for unmarked (ACK/ARP) traffic."""
+
+
+def dscp_of(cls: int) -> int:
+    if not 0 <= cls < N_DATA_CLASSES:
+        raise ValueError(f"class must be in 0..{N_DATA_CLASSES - 1}, got {cls}")
+    return DSCP_BASE + int(cls)
+
+
+def tos_of(cls: int) -> int:
+    """The IP TOS byte of data class ``cls`` (DSCP in the upper six bits, ECN 0)."""
+    return dscp_of(cls) << 2
+
+
+def htb_priority_tree(intf: str, rate_bps: float) -> list[str]:
+    """``tc -batch`` lines installing the strict-priority tree above on ``intf``."""
+    r = int(round(rate_bps))
+    ctl = max(int(r * CONTROL_SHARE), 8000)
+    low = max(int(r * 1e-4), 8000)
+    lines = [
+        f"qdisc replace dev {intf} root handle 1: htb default 10",
+        f"class add dev {intf} parent 1: classid 1:1 htb rate {r}bit ceil {r}bit "
+        f"burst 15k cburst 15k",
+        f"class add dev {intf} parent 1:1 classid 1:10 htb rate {ctl}bit ceil {r}bit "
+        f"prio 0 quantum 1514 burst 15k cburst 15k",
+    ]
+    for k in range(N_DATA_CLASSES):
+        lines.append(f"class add dev {intf} parent 1:1 classid 1:{11 + k} htb rate {low}bit "
+                     f"ceil {r}bit prio {k} quantum 1514 burst 15k cburst 15k")
+    for k in range(N_DATA_CLASSES):
+        lines.append(f"filter add dev {intf} parent 1: protocol ip prio 1 u32 "
+                     f"match ip tos {tos_of(k):#04x} 0xfc flowid 1:{11 + k}")
+    return lines
+
+
+def conflict_classes(order: np.ndarray, src: np.ndarray, dst: np.ndarray, core: np.ndarray,
+                     n_classes: int = N_DATA_CLASSES) -> np.ndarray:
+    """Class per flow of ``order`` (flows, highest priority first); see the module docstring.
+
+    Parameters
+    ----------
+    order : int array
+        Flow indices in priority order.
+    src, dst, core : int arrays indexed by flow
+
+    Returns
+    -------
+    int array, ``classes[n]`` is the class of ``order[n]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> src, dst, core = np.array([0, 0, 1, 2]), np.array([1, 2, 2, 3]), np.zeros(4, int)
+    >>> conflict_classes(np.arange(4), src, dst, core).tolist()
+    [0, 1, 2, 0]
+    """
+    top_in: dict[tuple[int, int], int] = {}
+    top_out: dict[tuple[int, int], int] = {}
+    out = np.zeros(len(order), dtype=np.int64)
+    for n, f in enumerate(order):
+        key_in, key_out = (int(core[f]), int(src[f])), (int(core[f]), int(dst[f]))
+        c = max(top_in.get(key_in, -1), top_out.get(key_out, -1)) + 1
+        c = min(c, n_classes - 1)
+        out[n] = c
+        top_in[key_in] = max(top_in.get(key_in, -1), c)
+        top_out[key_out] = max(top_out.get(key_out, -1), c)
+    return out
+
+
+def coflow_classes(order: np.ndarray, coflow: np.ndarray,
+                   n_classes: int = N_DATA_CLASSES) -> np.ndarray:
+    """Sincronia's mapping: the i-th coflow in order gets class ``min(i, n_classes-1)``."""
+    pos: dict[int, int] = {}
+    out = np.zeros(len(order), dtype=np.int64)
+    for n, f in enumerate(order):
+        k = int(coflow[f])
+        if k not in pos:
+            pos[k] = len(pos)
+        out[n] = min(pos[k], n_classes - 1)
+    return out

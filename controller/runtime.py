@@ -1,0 +1,710 @@
+"""The controller's run: from agent reports to a State, from the policy's Plan to rules and signals.
+
+One :class:`EmulationRun` drives one emulated run of a workload. It is the stateful shell
+around the policy: it keeps what the agents report (registration, flow starts, flow
+completions, byte counters), builds a :class:`~controller.plan.State` at the same events
+as the simulator (the start, releases, coflow completions, byte thresholds, the plan's
+horizon), calls ``policy.plan(state)`` and *enforces* the plan:
+
+* every flow the plan's rates (:mod:`controller.rates`) let send is started on its core:
+  an OpenFlow rule on that core's switch matches its 4-tuple, marks its class
+  (``set_field ip_dscp``) and forwards it; its agent connects to the destination's
+  address on that core (which is what pins it there) and marks the same class;
+* the plan's order becomes classes by :func:`controller.classes.conflict_classes`,
+  re-mapped at every event; a rule is modified when its flow's class changes;
+* a started flow the plan gives rate 0 is paused at its agent and resumed later;
+* a flow with a rate cap is paced by its agent (``SO_MAX_PACING_RATE``);
+* with ``sharing="fair"`` every flow sends in one class and TCP shares.
+
+When a flow completes the rates are recomputed from the same plan (as the simulator
+does). All of this runs in one thread (:meth:`EmulationRun.serve`), fed by a queue of
+events from the API threads, the OpenFlow thread and its own timers; decisions are
+logged, one JSON line each with a timestamp, to ``decisions.jsonl``.
+
+Times: the emulation runs ``time_scale`` times slower than the workload (link rates
+divided by it, release times multiplied by it); every time reported is converted back to
+workload seconds, so records compare directly with the simulator's.
+"""
+from __future__ import annotations
+
+import heapq
+import json
+import logging
+import queue
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from controller.api import ApiError
+from controller.classes import coflow_classes, conflict_classes, dscp_of, tos_of
+from controller.model import Workload
+from controller.plan import Plan, PlanError, State
+from controller.rates import allocate
+from topologies.mininet_topo import core_address, switch_port
+
+log = logging.getLogger("coflowemu.controller")
+
+IDLE, RUNNING, PAUSED, DONE = 0, 1, 2, 3
+_STATUS = {IDLE: "idle", RUNNING: "running", PAUSED: "paused", DONE: "done"}
+
+
+@dataclass
+class RunConfig:
+    """What the engine tells the controller about a run (``config.json``)."""
+
+    run_dir: str
+    api_path: str
+    ofp_port: int
+    n_hosts: int
+    time_scale: float = 1.0
+    wire_overhead: float = 1514 / 1448
+    """Link rates are the fabric's times this, so TCP payload gets the fabric's rate."""
+    data_port: int = 5001
+    pause: bool = True
+    """Pause started flows the plan gives rate 0 (else leave them in the lowest class)."""
+    class_mapping: str = "conflict"
+    start_delay: float = 0.3
+    ready_timeout: float = 60.0
+    run_timeout: float = 3600.0
+    counters_timeout: float = 2.0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> "RunConfig":
+        return cls(**json.loads(text))
+
+
+@dataclass(order=True)
+class _Timer:
+    at: float
+    seq: int
+    kind: str = field(compare=False)
+    data: object = field(compare=False, default=None)
+
+
+class RunAborted(RuntimeError):
+    """The run cannot go on (agent lost, switch lost, policy error, timeout)."""
+
+
+class EmulationRun:
+    """See the module docstring. ``switches`` is the OpenFlow side (controller.app)."""
+
+    def __init__(self, cfg: RunConfig, workload: Workload, policy, switches):
+        self.cfg = cfg
+        self.workload = workload
+        self.policy = policy
+        self.switches = switches
+        a = self.arrays = workload.arrays
+        nf, nc = a.n_flows, a.n_coflows
+        self.scale = float(cfg.time_scale)
+        self.core_rate = np.array(workload.fabric.rates, dtype=np.float64) / 8.0  # B/s
+        self.events: queue.Queue = queue.Queue()
+        self.timers: list[_Timer] = []
+        self._tseq = 0
+        # flows
+        self.status = np.full(nf, IDLE, dtype=np.int64)
+        self.rx = np.zeros(nf)
+        self.pinned = np.full(nf, -1, dtype=np.int64)
+        self.cls = np.full(nf, -1, dtype=np.int64)
+        self.pace = np.full(nf, np.nan)
+        self.sport = 10000 + (np.arange(nf) % 50000)
+        self.flow_done = np.zeros(nf, dtype=bool)
+        self.flow_completion = np.full(nf, np.nan)
+        self.started_at = np.full(nf, np.nan)
+        # coflows
+        self.released = np.zeros(nc, dtype=bool)
+        self.ready = np.zeros(nc, dtype=bool)
+        self.cdone = np.zeros(nc, dtype=bool)
+        self.completion = np.full(nc, np.nan)
+        self.left = np.bincount(a.coflow, minlength=nc).astype(np.int64)
+        self.preds_left = np.array([len(p) for p in a.preds], dtype=np.int64)
+        self.sent = np.zeros(nc)
+        self.flows_of = [np.flatnonzero(a.coflow == k) for k in range(nc)]
+        # segments: per flow, the (time, rx) of the last reading while running
+        self.seg_t = np.full(nf, np.nan)
+        self.seg_rx = np.zeros(nf)
+        self.segments: list[tuple[int, int, float, float, float]] = []
+        # bookkeeping
+        self.agents: dict[int, object] = {}
+        self.watchers: list = []
+        self.cores_ready: set[int] = set()
+        self.plan: Plan | None = None
+        self.plan_seq = 0
+        self.policy_calls = 0
+        self.applies = 0
+        self.t0: float | None = None
+        self.finished = False
+        self.error: str | None = None
+        self.stats: dict[str, list] = {"policy_ms": [], "snapshot_ms": [],
+                                       "event_to_rules_ms": [], "event_to_signal_ms": []}
+        self.api_errors = 0
+        self._dlock = threading.Lock()
+        self._dlog = open(f"{cfg.run_dir}/decisions.jsonl", "a", buffering=1)
+
+    # ------------------------------------------------------------------ time
+    def now_w(self, t: float | None = None) -> float:
+        """Workload time (seconds) of wall time ``t`` (default: now)."""
+        t = time.time() if t is None else t
+        return (t - self.t0) / self.scale
+
+    def at_w(self, tw: float) -> float:
+        """Wall time of workload time ``tw``."""
+        return self.t0 + tw * self.scale
+
+    def _timer(self, at: float, kind: str, data=None) -> None:
+        self._tseq += 1
+        heapq.heappush(self.timers, _Timer(at, self._tseq, kind, data))
+
+    def decision(self, **fields) -> None:
+        """Log one decision (a JSON line with the wall time ``t`` and workload time ``tw``)."""
+        fields = {"t": round(time.time(), 6), **fields}
+        if self.t0 is not None:
+            fields.setdefault("tw", round(self.now_w(), 6))
+        line = json.dumps(fields, separators=(",", ":"), default=_jsonable) + "\n"
+        with self._dlock:
+            if not self._dlog.closed:
+                self._dlog.write(line)
+
+    # ------------------------------------------------------------------ API side
+    def on_request(self, ch, msg: dict) -> None:
+        """Called by the API threads with every valid request. Raises ApiError."""
+        op = msg["op"]
+        a = self.arrays
+        if op == "ping":
+            ch.answer(msg["id"])
+            return
+        if op == "watch":
+            ch.role = "watcher"
+            self.watchers.append(ch)
+            ch.answer(msg["id"], n_coflows=a.n_coflows)
+            return
+        if op == "register":
+            host = msg["host"]
+            if host >= self.cfg.n_hosts:
+                raise ApiError(f"register: host {host} out of range 0..{self.cfg.n_hosts - 1}")
+            if ch.role == "agent":
+                raise ApiError(f"register: this connection is already host {ch.host}")
+            if host in self.agents and not self.agents[host].closed:
+                raise ApiError(f"register: host {host} already has an agent")
+            ch.host, ch.role = host, "agent"
+            self.agents[host] = ch
+            ch.answer(msg["id"], data_port=self.cfg.data_port)
+            self.events.put(("register", time.time(), host))
+            return
+        # the rest name a flow
+        f = msg.get("flow")
+        if op == "agent_error":
+            self.events.put(("agent_error", time.time(), (ch.host, f, msg["error"])))
+            ch.answer(msg["id"])
+            return
+        if f >= a.n_flows:
+            raise ApiError(f"{op}: flow {f} out of range 0..{a.n_flows - 1}")
+        if op == "plan":
+            ch.answer(msg["id"], **self.flow_info(f))
+            return
+        if ch.role != "agent":
+            raise ApiError(f"{op}: only a registered agent may report flows")
+        if op == "flow_started":
+            if ch.host != a.src[f]:
+                raise ApiError(f"flow_started: flow {f} is sent by host {a.src[f]}, "
+                               f"not by host {ch.host}")
+            if self.status[f] == IDLE:
+                raise ApiError(f"flow_started: flow {f} was never started")
+            self.events.put(("flow_started", time.time(), (f, msg["t"])))
+        elif op == "flow_done":
+            if ch.host != a.dst[f]:
+                raise ApiError(f"flow_done: flow {f} is received by host {a.dst[f]}, "
+                               f"not by host {ch.host}")
+            if msg["bytes"] != int(a.size[f]):
+                raise ApiError(f"flow_done: flow {f} has {int(a.size[f])} bytes, "
+                               f"report says {msg['bytes']}")
+            if self.status[f] in (IDLE, DONE):
+                raise ApiError(f"flow_done: flow {f} is {_STATUS[self.status[f]]}")
+            self.events.put(("flow_done", time.time(), (f, msg["t"])))
+        ch.answer(msg["id"])
+
+    def on_close(self, ch) -> None:
+        if ch.role == "agent" and not self.finished and self.agents.get(ch.host) is ch:
+            self.events.put(("agent_lost", time.time(), ch.host))
+        if ch in self.watchers:
+            self.watchers.remove(ch)
+
+    def flow_info(self, f: int) -> dict:
+        a = self.arrays
+        return {"flow": f, "coflow": self.workload.coflows[a.coflow[f]].id,
+                "src": int(a.src[f]), "dst": int(a.dst[f]), "bytes": int(a.size[f]),
+                "status": _STATUS[int(self.status[f])],
+                "core": int(self.pinned[f]), "class": int(self.cls[f]),
+                "paused": bool(self.status[f] == PAUSED),
+                "pace_bps": None if np.isnan(self.pace[f]) else float(self.pace[f])}
+
+    def warm_up(self) -> None:
+        """Call a copy of the policy on the start state once, before the clock starts.
+
+        Policies compile (numba) or build caches on their first call; paid inside the run
+        it would delay the first plan by up to a second of emulated time. The copy keeps
+        the real policy's own state untouched.
+        """
+        import copy
+        saved = (self.released.copy(), self.ready.copy(), self.t0)
+        try:
+            self.t0 = time.time()
+            a = self.arrays
+            self.released[a.release <= 0] = True
+            self._make_ready_quiet()
+            st = self.state("start")
+            copy.deepcopy(self.policy).plan(st)
+        except Exception as e:  # noqa: BLE001 - the real call will report it
+            log.warning("policy warm-up failed: %s", e)
+        finally:
+            self.released, self.ready, self.t0 = saved
+
+    def _make_ready_quiet(self) -> None:
+        ok = self.released & (self.preds_left == 0)
+        self.ready |= ok
+
+    # ------------------------------------------------------------------ main loop
+    def serve(self) -> dict:
+        """Run to the end; returns the result dict (also on error, with ``error``)."""
+        try:
+            self._wait_ready()
+            self._run()
+        except RunAborted as e:
+            self.error = str(e)
+            log.error("run aborted: %s", e)
+        except Exception as e:  # noqa: BLE001
+            self.error = f"{type(e).__name__}: {e}"
+            log.exception("run failed")
+        self.finished = True
+        result = self.result()
+        self.decision(event="finished", ok=self.error is None, error=self.error)
+        for w in list(self.watchers):
+            w.send({"op": "finished", "ok": self.error is None, "error": self.error})
+        for ch in list(self.agents.values()):
+            ch.send({"op": "stop", "id": 0})
+        self._dlog.close()
+        return result
+
+    def _wait_ready(self) -> None:
+        deadline = time.time() + self.cfg.ready_timeout
+        n_cores = self.workload.fabric.cores
+        while len(self.agents) < self.cfg.n_hosts or len(self.cores_ready) < n_cores:
+            left = deadline - time.time()
+            if left <= 0:
+                raise RunAborted(
+                    f"not ready after {self.cfg.ready_timeout:g} s: agents of hosts "
+                    f"{sorted(set(range(self.cfg.n_hosts)) - set(self.agents))} and "
+                    f"cores {sorted(set(range(n_cores)) - self.cores_ready)} missing")
+            try:
+                ev = self.events.get(timeout=left)
+            except queue.Empty:
+                continue
+            self._handle_setup(ev)
+
+    def _handle_setup(self, ev) -> None:
+        kind, _, data = ev
+        if kind == "register":
+            log.info("agent of host %d registered", data)
+        elif kind == "switch_ready":
+            self.cores_ready.add(data)
+            log.info("core %d ready", data)
+        elif kind in ("agent_lost", "switch_lost"):
+            raise RunAborted(f"{kind} before the start: {data}")
+        elif kind == "agent_error":
+            log.warning("agent error before the start: %s", data)
+
+    def _run(self) -> None:
+        a = self.arrays
+        self.t0 = time.time() + self.cfg.start_delay
+        for r in np.unique(a.release):
+            self._timer(self.at_w(float(r)), "release", float(r))
+        self.decision(event="t0", t0=self.t0, scale=self.scale)
+        log.info("t0 = %.6f (time scale %g)", self.t0, self.scale)
+        deadline = time.time() + self.cfg.run_timeout
+        first = True
+        while not self.cdone.all():
+            if time.time() > deadline:
+                raise RunAborted(f"run did not finish within {self.cfg.run_timeout:g} s")
+            timeout = (self.timers[0].at - time.time()) if self.timers else 1.0
+            try:
+                ev = self.events.get(timeout=max(0.0, min(timeout, 1.0)))
+            except queue.Empty:
+                ev = None
+            if ev is None:
+                if self.timers and self.timers[0].at <= time.time():
+                    tm = heapq.heappop(self.timers)
+                    ev = (tm.kind, time.time(), tm.data)
+                else:
+                    self._check_stuck()
+                    continue
+            # take everything already queued too: simultaneous completions make one event
+            batch = [ev]
+            while True:
+                try:
+                    batch.append(self.events.get_nowait())
+                except queue.Empty:
+                    break
+            while self.timers and self.timers[0].at <= time.time():
+                tm = heapq.heappop(self.timers)
+                batch.append((tm.kind, time.time(), tm.data))
+            first = self._handle(batch, first)
+
+    def _check_stuck(self) -> None:
+        if self.t0 is None or time.time() < self.t0:
+            return
+        busy = (self.status == RUNNING).any()
+        pending = any(t.kind in ("release", "horizon", "byte_check") for t in self.timers)
+        if not busy and not pending and not self.cdone.all():
+            stuck = [self.workload.coflows[k].id for k in np.flatnonzero(~self.cdone)][:5]
+            raise RunAborted(f"the plan lets nothing send at t={self.now_w():g} while "
+                             f"coflows {stuck} are unfinished and no event is pending")
+
+    def _handle(self, batch, first: bool) -> bool:
+        t_recv = min(ev[1] for ev in batch)
+        replan = None
+        reapply = False
+        completed = []
+        became_ready = False
+        for kind, _, data in batch:
+            if kind == "release":
+                if first:
+                    replan = "start"
+                else:
+                    replan = replan or "horizon"
+                self.released[self.arrays.release == data] = True
+            elif kind == "flow_done":
+                f, t_done = data
+                if self.status[f] == DONE:
+                    continue
+                completed += self._flow_done(f, t_done)
+                reapply = True
+            elif kind == "flow_started":
+                f, t = data
+                if np.isnan(self.started_at[f]):
+                    self.started_at[f] = t
+            elif kind == "horizon":
+                if data == self.plan_seq:
+                    replan = replan or "horizon"
+            elif kind == "byte_check":
+                if data == self.plan_seq:
+                    if self._byte_limit_hit():
+                        replan = replan or "byte_limit"
+                    else:
+                        self._arm_byte_limit(self.plan)
+            elif kind == "agent_lost":
+                raise RunAborted(f"the agent of host {data} disconnected")
+            elif kind == "switch_lost":
+                raise RunAborted(f"the switch of core {data} disconnected")
+            elif kind == "agent_error":
+                host, f, err = data
+                raise RunAborted(f"agent of host {host} reports for flow {f}: {err}")
+            elif kind == "register":
+                log.warning("agent of host %s registered again during the run", data)
+            elif kind == "switch_ready":
+                self.cores_ready.add(data)
+        if self._make_ready():
+            became_ready = True
+        if completed:
+            replan = "completion"
+        if became_ready and replan in (None, "horizon"):
+            replan = "ready"
+        if completed and self.watchers:
+            msg = {"op": "progress", "done": int(self.cdone.sum()),
+                   "total": int(self.arrays.n_coflows)}
+            for w in list(self.watchers):
+                w.send(msg)
+        if self.cdone.all():
+            return False
+        if replan is not None:
+            self._replan(replan, t_recv)
+            return False
+        if reapply and self.plan is not None:
+            self._apply(self.plan, t_recv, "flow_completion")
+        return first
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _flow_done(self, f: int, t_done: float) -> list[int]:
+        a = self.arrays
+        tw = self.now_w(t_done)
+        self._close_segment(f, t_done, float(a.size[f]))
+        self.status[f] = DONE
+        self.flow_done[f] = True
+        self.rx[f] = a.size[f]
+        self.flow_completion[f] = tw
+        self.switches.remove_flow(int(self.pinned[f]), f)
+        self.decision(event="flow_done", flow=f, tw_done=tw)
+        k = a.coflow[f]
+        self.left[k] -= 1
+        if self.left[k] == 0:
+            return self._complete(k, tw)
+        return []
+
+    def _complete(self, k: int, tw: float) -> list[int]:
+        self.cdone[k] = True
+        if np.isnan(self.completion[k]):
+            self.completion[k] = tw
+        self.preds_left[self.arrays.succs[k]] -= 1
+        self.decision(event="coflow_done", coflow=self.workload.coflows[k].id, tw_done=tw)
+        return [k]
+
+    def _make_ready(self) -> bool:
+        changed = False
+        frontier = np.flatnonzero(self.released & ~self.ready & (self.preds_left == 0))
+        while frontier.size:
+            nxt = []
+            for k in frontier:
+                self.ready[k] = True
+                changed = True
+                if self.left[k] == 0 and not self.cdone[k]:
+                    self._complete(k, self.now_w())
+                    nxt.extend(self.arrays.succs[k])
+            frontier = np.array([k for k in nxt if self.released[k] and not self.ready[k]
+                                 and self.preds_left[k] == 0], dtype=np.int64)
+        return changed
+
+    def snapshot(self) -> float:
+        """Read the receivers' byte counters of every started flow; returns ms taken."""
+        t = time.perf_counter()
+        live = np.flatnonzero((self.status == RUNNING) | (self.status == PAUSED))
+        hosts = sorted({int(self.arrays.dst[f]) for f in live})
+        reqs = []
+        for h in hosts:
+            ch = self.agents.get(h)
+            if ch is not None:
+                reqs.append((h, ch, ch.request_async({"op": "counters"})))
+        deadline = time.time() + self.cfg.counters_timeout
+        for h, ch, req in reqs:
+            ans = ch.wait(*req, timeout=max(0.0, deadline - time.time()))
+            if not ans or not ans.get("ok") or not isinstance(ans.get("rx"), dict):
+                log.warning("no counters from host %d (%r); using the last ones", h, ans)
+                continue
+            t_read = float(ans.get("t", time.time()))
+            for key, n in ans["rx"].items():
+                try:
+                    f, n = int(key), float(n)
+                except (TypeError, ValueError):
+                    continue
+                if 0 <= f < len(self.rx) and self.status[f] in (RUNNING, PAUSED):
+                    if self.arrays.dst[f] == h and n >= self.rx[f]:
+                        self.rx[f] = min(n, self.arrays.size[f])
+                        self._close_segment(f, t_read, self.rx[f], reopen=True)
+        ms = (time.perf_counter() - t) * 1e3
+        self.stats["snapshot_ms"].append(ms)
+        return ms
+
+    def _close_segment(self, f: int, t: float, rx: float, reopen: bool = False) -> None:
+        t_prev = self.seg_t[f]
+        if not np.isnan(t_prev) and t > t_prev and rx > self.seg_rx[f]:
+            t0w, t1w = self.now_w(t_prev), self.now_w(t)
+            self.segments.append((f, int(self.pinned[f]), t0w, t1w,
+                                  (rx - self.seg_rx[f]) * 8.0 / (t1w - t0w)))
+        if reopen:
+            self.seg_t[f], self.seg_rx[f] = t, rx
+        else:
+            self.seg_t[f], self.seg_rx[f] = np.nan, rx
+
+    def state(self, event: str) -> State:
+        a = self.arrays
+        self.sent = np.bincount(a.coflow, weights=self.rx, minlength=a.n_coflows)
+        remaining = a.size - self.rx
+        remaining[self.flow_done] = 0.0
+        return State(time=max(self.now_w(), 0.0), event=event, workload=self.workload,
+                     arrays=a, remaining=remaining, sent=self.sent.copy(),
+                     flow_done=self.flow_done.copy(), released=self.released.copy(),
+                     ready=self.ready.copy(), done=self.cdone.copy(),
+                     completion=self.completion.copy(),
+                     eligible=self.ready[a.coflow] & ~self.flow_done,
+                     core=self.pinned.copy())
+
+    # ------------------------------------------------------------------ planning
+    def _replan(self, event: str, t_recv: float) -> None:
+        snap = self.snapshot()
+        st = self.state(event)
+        t = time.perf_counter()
+        try:
+            plan = self.policy.plan(st)
+            plan.validate(st)
+        except PlanError as e:
+            raise RunAborted(f"policy {getattr(self.policy, 'name', '?')!r}: {e}") from None
+        ms = (time.perf_counter() - t) * 1e3
+        self.policy_calls += 1
+        self.plan_seq += 1
+        self.plan = plan
+        self.stats["policy_ms"].append(ms)
+        self.decision(event="plan", why=event, seq=self.plan_seq, policy_ms=round(ms, 3),
+                      snapshot_ms=round(snap, 3), sharing=plan.sharing,
+                      horizon=plan.horizon)
+        if np.isfinite(plan.horizon):
+            self._timer(self.at_w(plan.horizon), "horizon", self.plan_seq)
+        self._apply(plan, t_recv, event, snapshot_done=True)
+        self._arm_byte_limit(plan)
+
+    def _apply(self, plan: Plan, t_recv: float, why: str, snapshot_done: bool = False) -> None:
+        """Enforce ``plan`` on the current eligible flows (see the module docstring)."""
+        a = self.arrays
+        if not snapshot_done:
+            self.snapshot()
+        self.applies += 1
+        elig = np.flatnonzero(self.ready[a.coflow] & ~self.flow_done)
+        order = elig[np.lexsort((elig, plan.rank[elig]))]
+        core = np.where(self.pinned >= 0, self.pinned, plan.core).astype(np.int64)
+        cap = (np.full(a.n_flows, np.inf) if plan.rate_cap is None
+               else np.where(np.isnan(plan.rate_cap), np.inf, plan.rate_cap / 8.0))
+        rate = allocate(order, a.src, a.dst, core, cap, self.core_rate, plan.sharing,
+                        plan.backfill)
+        self.expected_rate = dict(zip(order.tolist(), rate.tolist()))
+        eps = 1e-9 * self.core_rate.max()
+        if self.cfg.pause:
+            run = rate > eps
+        else:
+            run = cap[order] > 0
+        run_flows = order[run]
+        if plan.sharing == "fair":
+            classes = np.zeros(len(run_flows), dtype=np.int64)
+        elif self.cfg.class_mapping == "coflow":
+            classes = coflow_classes(run_flows, a.coflow)
+        else:
+            classes = conflict_classes(run_flows, a.src, a.dst, core)
+        new_cls = dict(zip(run_flows.tolist(), classes.tolist()))
+        run_rate = dict(zip(order.tolist(), rate.tolist()))
+        launches, updates, touched = [], {}, set()
+        log_launch, log_pause, log_resume, log_cls = [], [], [], []
+        t_now = time.time()
+        for f in order.tolist():
+            st = self.status[f]
+            if f in new_cls:
+                c = new_cls[f]
+                pace = (run_rate[f] * 8.0 / self.scale * self.cfg.wire_overhead
+                        if np.isfinite(cap[f]) else np.nan)
+                if st == IDLE:
+                    h = int(core[f])
+                    self.pinned[f] = h
+                    self.status[f] = RUNNING
+                    self.cls[f] = c
+                    self.pace[f] = pace
+                    self.switches.install_flow(h, f, self._rule(f, h, c))
+                    touched.add(h)
+                    launches.append(f)
+                    self.seg_t[f], self.seg_rx[f] = t_now, 0.0
+                    log_launch.append((f, h, c))
+                    continue
+                changed = {}
+                if st == PAUSED:
+                    self.status[f] = RUNNING
+                    changed["paused"] = False
+                    log_resume.append(f)
+                    self.seg_t[f], self.seg_rx[f] = t_now, self.rx[f]
+                if c != self.cls[f]:
+                    self.cls[f] = c
+                    h = int(self.pinned[f])
+                    self.switches.install_flow(h, f, self._rule(f, h, c), modify=True)
+                    touched.add(h)
+                    changed["tos"] = tos_of(c)
+                    log_cls.append((f, c))
+                if not (np.isnan(pace) and np.isnan(self.pace[f])) and pace != self.pace[f]:
+                    self.pace[f] = pace
+                    changed["pace_bps"] = None if np.isnan(pace) else float(pace)
+                if changed:
+                    updates.setdefault(int(a.src[f]), []).append(
+                        {"flow": f, "tos": tos_of(int(self.cls[f])),
+                         "paused": False, "pace_bps": None if np.isnan(self.pace[f])
+                         else float(self.pace[f])})
+            elif st == RUNNING:
+                self.status[f] = PAUSED
+                log_pause.append(f)
+                updates.setdefault(int(a.src[f]), []).append(
+                    {"flow": f, "tos": tos_of(int(self.cls[f])), "paused": True,
+                     "pace_bps": None if np.isnan(self.pace[f]) else float(self.pace[f])})
+        # OpenFlow first (the rules exist before the first packet), then the agents.
+        if touched:
+            self.switches.barrier(sorted(touched), t_recv, self.stats["event_to_rules_ms"])
+        for f in launches:
+            h = int(self.pinned[f])
+            s, d = int(a.src[f]), int(a.dst[f])
+            ch = self.agents[s]
+            ch.send({"op": "start", "id": 0, "flow": f, "addr": core_address(d, h),
+                     "port": self.cfg.data_port, "src_addr": core_address(s, h),
+                     "sport": int(self.sport[f]), "bytes": int(a.size[f]),
+                     "tos": tos_of(int(self.cls[f])), "paused": False,
+                     "pace_bps": None if np.isnan(self.pace[f]) else float(self.pace[f])})
+        for host, items in updates.items():
+            self.agents[host].send({"op": "update", "id": 0, "flows": items})
+        self.stats["event_to_signal_ms"].append((time.time() - t_recv) * 1e3)
+        self.decision(event="apply", why=why, seq=self.plan_seq, launch=log_launch,
+                      pause=log_pause, resume=log_resume, reclass=log_cls,
+                      running=int((self.status == RUNNING).sum()),
+                      paused=int((self.status == PAUSED).sum()))
+
+    def _rule(self, f: int, core: int, cls: int) -> dict:
+        a = self.arrays
+        return {"ipv4_src": core_address(int(a.src[f]), core),
+                "ipv4_dst": core_address(int(a.dst[f]), core),
+                "tcp_src": int(self.sport[f]), "tcp_dst": self.cfg.data_port,
+                "dscp": dscp_of(cls), "out_port": switch_port(int(a.dst[f]))}
+
+    def _byte_limit_hit(self) -> bool:
+        p = self.plan
+        if p is None or p.byte_limit is None:
+            return False
+        self.snapshot()
+        sent = np.bincount(self.arrays.coflow, weights=self.rx, minlength=self.arrays.n_coflows)
+        lim = p.byte_limit
+        return bool(((sent >= lim * (1 - 1e-9)) & np.isfinite(lim) & ~self.cdone).any())
+
+    def _arm_byte_limit(self, plan: Plan | None) -> None:
+        """A timer at the predicted crossing of the nearest byte threshold."""
+        if plan is None or plan.byte_limit is None:
+            return
+        a = self.arrays
+        lim = plan.byte_limit
+        best = np.inf
+        rates = getattr(self, "expected_rate", {})
+        for k in np.flatnonzero(np.isfinite(lim) & self.ready & ~self.cdone):
+            r = sum(rates.get(int(f), 0.0) for f in self.flows_of[k])
+            if r > 0:
+                sent = float(self.rx[self.flows_of[k]].sum())
+                best = min(best, max(lim[k] - sent, 0.0) / r)
+        if np.isfinite(best):
+            at = time.time() + max(best * self.scale, 0.005)
+            self._timer(at, "byte_check", self.plan_seq)
+
+    # ------------------------------------------------------------------ result
+    def result(self) -> dict:
+        segs = self.segments
+        return {
+            "ok": self.error is None,
+            "error": self.error,
+            "t0": self.t0,
+            "time_scale": self.scale,
+            "flow_completion": [None if np.isnan(x) else float(x) for x in self.flow_completion],
+            "coflow_completion": [None if np.isnan(x) else float(x) for x in self.completion],
+            "segments": {"flow": [s[0] for s in segs], "core": [s[1] for s in segs],
+                         "start": [s[2] for s in segs], "end": [s[3] for s in segs],
+                         "rate_bps": [s[4] for s in segs]},
+            "policy_calls": self.policy_calls,
+            "applies": self.applies,
+            "stats": {k: _summary(v) for k, v in self.stats.items()},
+        }
+
+
+def _summary(values) -> dict:
+    if not values:
+        return {"n": 0}
+    v = np.asarray(values, dtype=float)
+    return {"n": int(v.size), "median": float(np.median(v)),
+            "p90": float(np.percentile(v, 90)), "max": float(v.max()),
+            "mean": float(v.mean())}
+
+
+def _jsonable(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)

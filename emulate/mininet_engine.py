@@ -1,0 +1,420 @@
+"""The real emulation engine: Mininet switches, the os-ken controller, agents sending TCP.
+
+:func:`run_mininet` runs a workload under a policy on real switches and returns the same
+:class:`~emulate.records.RunResult` as the simulator:
+
+1. a private run directory under ``/run/coflowemu`` (state file for ``coflowemu clean``,
+   the controller's API socket, logs);
+2. the controller process (``python -m controller.app``, see :mod:`controller.app`),
+   which computes every plan and enforces it;
+3. the Mininet network (:mod:`topologies.mininet_topo`): ``N`` hosts x ``m`` cores, every
+   link end shaped by the strict-priority HTB tree of :mod:`controller.classes` at the
+   core's rate divided by ``time_scale`` and multiplied by ``wire_overhead`` (so that TCP
+   payload, not frames, gets the fabric's rate);
+4. one agent per host (:mod:`emulate.agent`) inside the host's namespace;
+5. the controller releases coflows at ``release x time_scale`` after its start, and writes
+   the records when every coflow is done.
+
+Everything is torn down in a ``finally`` (agents, controller, switches, links, host
+namespaces, tc state goes with the interfaces, the run directory) on success, on error,
+on Ctrl-C and on SIGTERM (turned into an exception while the run is on). What a killed
+engine could not remove, ``coflowemu clean`` (:mod:`emulate.clean`) does.
+
+Capacity: one ovs-vswitchd thread forwards every packet; rates are accurate up to about
+200 Mbit/s of total traffic on a small VM. :func:`offered_load_bps` gives a run's worst
+case; pick ``time_scale`` so that it stays below that (``suggest_time_scale``).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pickle
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from controller.classes import htb_priority_tree
+from controller.model import Workload
+from controller.runtime import RunConfig
+from emulate import clean as cleaner
+from emulate.records import RunResult, Segments
+from topologies.mininet_topo import (ParallelTopo, build_network, choose_datapath,
+                                     host_name, stop_network)
+
+WIRE_OVERHEAD = 1514 / 1448
+"""Ethernet frame bytes per TCP payload byte at MTU 1500 with timestamps."""
+
+CAPACITY_BPS = 200e6
+"""Total forwarded rate up to which the userspace switch keeps per-flow rates accurate."""
+
+
+class EmulationError(RuntimeError):
+    """The emulation could not run (not root, OVS missing, controller or agent failed)."""
+
+
+class Interrupted(BaseException):
+    """SIGTERM during a run (raised in the main thread so that cleanup runs)."""
+
+
+def offered_load_bps(workload: Workload, time_scale: float = 1.0) -> float:
+    """The most the switches may have to forward at once: every uplink busy, in wire bits/s."""
+    f = workload.fabric
+    used = np.unique(np.concatenate([workload.arrays.src, workload.arrays.dst]))
+    hosts = min(len(used), f.ports) if used.size else f.ports
+    return hosts * sum(f.rates) / time_scale * WIRE_OVERHEAD
+
+
+def suggest_time_scale(workload: Workload, capacity_bps: float = CAPACITY_BPS) -> float:
+    """Smallest power-of-two slow-down (>= 1) keeping :func:`offered_load_bps` in capacity."""
+    s = 1.0
+    while offered_load_bps(workload, s) > capacity_bps:
+        s *= 2
+    return s
+
+
+def preflight() -> None:
+    """Raise :class:`EmulationError` with what to do when the system is not ready."""
+    if os.geteuid() != 0:
+        raise EmulationError("the Mininet engine needs root (network namespaces, Open "
+                             "vSwitch); run as root, after scripts/setup-system.sh")
+    for tool in ("mnexec", "ovs-vsctl", "tc", "ethtool"):
+        if not shutil.which(tool):
+            raise EmulationError(f"{tool} not found: run scripts/setup-system.sh (installs "
+                                 f"mininet, openvswitch-switch, iperf3, ethtool)")
+    r = subprocess.run(["ovs-vsctl", "--timeout=3", "show"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise EmulationError("Open vSwitch is not running: run scripts/setup-system.sh "
+                             f"(it starts it) [{r.stderr.strip()}]")
+    try:
+        import mininet  # noqa: F401
+        import os_ken  # noqa: F401
+    except ImportError as e:
+        raise EmulationError(f"{e.name} is not installed: pip install -e '.[emulation]'") \
+            from None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def _sigterm_raises():
+    """Inside: SIGTERM raises :class:`Interrupted` (main thread only)."""
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise Interrupted(f"signal {signum}")
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+@contextlib.contextmanager
+def _signals_blocked():
+    """Cleanup must not be cut short by a second Ctrl-C / SIGTERM."""
+    sigs = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+class MininetRun:
+    """One emulated run; use :func:`run_mininet`. Holds what must be torn down."""
+
+    def __init__(self, workload: Workload, policy, *, time_scale: float = 1.0,
+                 pause: bool = True, class_mapping: str = "conflict",
+                 datapath: str | None = None, wire_overhead: float = WIRE_OVERHEAD,
+                 timeout: float | None = None, keep_dir: bool = False, quiet: bool = True):
+        from controller.policies import get_policy
+        self.workload = workload
+        self.policy = get_policy(policy) if isinstance(policy, str) else policy
+        self.policy_name = getattr(self.policy, "name", "") or type(self.policy).__name__
+        if not time_scale > 0:
+            raise ValueError(f"time_scale must be > 0, got {time_scale!r}")
+        self.time_scale = float(time_scale)
+        self.pause = pause
+        self.class_mapping = class_mapping
+        self.datapath = datapath
+        self.wire_overhead = wire_overhead
+        self.timeout = timeout if timeout is not None else self.default_timeout()
+        self.keep_dir = keep_dir
+        self.quiet = quiet
+        self.net = None
+        self.controller = None
+        self.agents: list = []
+        self.run_dir = None
+        self.timings: dict[str, float] = {}
+
+    def default_timeout(self) -> float:
+        """Wall seconds after which the run is abandoned: everything serialised, x2, +60."""
+        a = self.workload.arrays
+        serial = float(a.size.sum()) * 8.0 / min(self.workload.fabric.rates)
+        last = float(a.release.max()) if a.n_coflows else 0.0
+        return 60.0 + 2.0 * (serial + last) * self.time_scale
+
+    # ------------------------------------------------------------------ run
+    def run(self, progress=None) -> RunResult:
+        preflight()
+        wall = time.perf_counter()
+        with _sigterm_raises():
+            try:
+                self._setup()
+                out = self._wait(progress)
+            finally:
+                with _signals_blocked():
+                    self.teardown()
+        return self._record(out, time.perf_counter() - wall)
+
+    def _setup(self) -> None:
+        w = self.workload
+        n_hosts = w.fabric.ports
+        self.run_dir = cleaner.new_run_dir()
+        api = os.path.join(self.run_dir, "api.sock")
+        cfg = RunConfig(run_dir=self.run_dir, api_path=api, ofp_port=_free_port(),
+                        n_hosts=n_hosts, time_scale=self.time_scale,
+                        wire_overhead=self.wire_overhead, pause=self.pause,
+                        class_mapping=self.class_mapping, run_timeout=self.timeout)
+        with open(os.path.join(self.run_dir, "config.json"), "w") as fh:
+            fh.write(cfg.to_json())
+        with open(os.path.join(self.run_dir, "workload.pkl"), "wb") as fh:
+            pickle.dump(w, fh)
+        with open(os.path.join(self.run_dir, "policy.pkl"), "wb") as fh:
+            pickle.dump(self.policy, fh)
+        t = time.perf_counter()
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [os.getcwd()] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        out = open(os.path.join(self.run_dir, "controller.out"), "wb")
+        self.controller = subprocess.Popen(
+            [sys.executable, "-m", "controller.app", self.run_dir], stdout=out,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+            start_new_session=True)
+        out.close()
+        cleaner.add_procs(self.run_dir, [(self.controller.pid, "controller.app")])
+        deadline = time.time() + 60
+        while not os.path.exists(api):
+            if self.controller.poll() is not None:
+                raise EmulationError("the controller exited at start:\n" + self._tail(
+                    "controller.out") + self._tail("controller.log"))
+            if time.time() > deadline:
+                raise EmulationError("the controller did not open its API socket in 60 s")
+            time.sleep(0.02)
+        self.timings["controller_start_s"] = time.perf_counter() - t
+        # the network
+        t = time.perf_counter()
+        from mininet.log import setLogLevel
+        setLogLevel("error" if self.quiet else "info")
+        rates = [r / self.time_scale * self.wire_overhead for r in w.fabric.rates]
+        topo = ParallelTopo(hosts=n_hosts, cores=w.fabric.cores, rates=rates)
+        self.datapath = self.datapath or choose_datapath()
+        cleaner.write_state(self.run_dir, bridges=[s for s in topo.switches()])
+        self.net = build_network(topo, cfg.ofp_port, datapath=self.datapath,
+                                 qdisc=htb_priority_tree)
+        shells = [(n.pid, f"mininet:{n.name}") for n in self.net.hosts + self.net.switches
+                  if getattr(n, "pid", None)]
+        cleaner.add_procs(self.run_dir, shells)
+        self.timings["network_build_s"] = time.perf_counter() - t
+        # the agents
+        t = time.perf_counter()
+        procs = []
+        for i in range(n_hosts):
+            h = self.net.get(host_name(i))
+            log = open(os.path.join(self.run_dir, f"agent{i}.out"), "wb")
+            p = h.popen([sys.executable, "-m", "emulate.agent", "--api", api, "--host",
+                         str(i), "--port", str(cfg.data_port)], stdout=log,
+                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+            log.close()
+            self.agents.append(p)
+            procs.append((p.pid, "emulate.agent"))
+        cleaner.add_procs(self.run_dir, procs)
+        self.timings["agents_start_s"] = time.perf_counter() - t
+
+    def _wait(self, progress) -> dict:
+        """Wait for the controller to finish the run; its result dict."""
+        watcher = None
+        if progress is not None:
+            watcher = _Watcher(os.path.join(self.run_dir, "api.sock"), progress)
+        try:
+            deadline = time.time() + self.timeout + 60
+            while self.controller.poll() is None:
+                if time.time() > deadline:
+                    raise EmulationError(f"the run did not finish in {self.timeout:.0f} s")
+                dead = [i for i, p in enumerate(self.agents) if p.poll() is not None]
+                if dead and self.controller.poll() is None:
+                    time.sleep(0.5)  # the controller notices and writes why
+                    if self.controller.poll() is None:
+                        raise EmulationError(
+                            f"agent of host {dead[0]} exited:\n" + self._tail(
+                                f"agent{dead[0]}.out"))
+                time.sleep(0.05)
+        finally:
+            if watcher:
+                watcher.close()
+        path = os.path.join(self.run_dir, "result.json")
+        if not os.path.exists(path):
+            raise EmulationError("the controller exited without a result:\n" +
+                                 self._tail("controller.out") + self._tail("controller.log"))
+        with open(path) as fh:
+            out = json.load(fh)
+        if not out.get("ok"):
+            raise EmulationError(f"the emulated run failed: {out.get('error')}\n" +
+                                 self._tail("controller.log"))
+        out["decisions"] = os.path.join(self.run_dir, "decisions.jsonl")
+        return out
+
+    def _tail(self, name: str, n: int = 15) -> str:
+        try:
+            with open(os.path.join(self.run_dir, name), errors="replace") as fh:
+                return f"--- {name}:\n" + "".join(fh.readlines()[-n:])
+        except OSError:
+            return ""
+
+    # ------------------------------------------------------------------ teardown
+    def teardown(self) -> None:
+        """Stop agents, controller, network; remove the run directory. Never raises."""
+        t = time.perf_counter()
+        procs = [(p.pid, "emulate.agent") for p in self.agents]
+        if self.controller is not None:
+            procs.append((self.controller.pid, "controller.app"))
+        cleaner.end_processes(procs, timeout=2.0)
+        for p in self.agents + ([self.controller] if self.controller else []):
+            with contextlib.suppress(Exception):
+                p.wait(timeout=1)
+        if self.net is not None:
+            stop_network(self.net)
+            self.net = None
+        if self.run_dir:
+            # whatever net.stop() could not remove (it never raises)
+            st = cleaner.read_state(self.run_dir)
+            left = [b for b in st.get("bridges", []) if b in cleaner.our_bridges()]
+            cleaner.delete_bridges(left)
+            cleaner.end_processes(st.get("procs", []), timeout=1.0)
+            if self.keep_dir:
+                kept = self.run_dir.replace(cleaner.STATE_DIR, "/tmp", 1)
+                shutil.rmtree(kept, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    shutil.copytree(self.run_dir, kept, ignore=shutil.ignore_patterns(
+                        "*.sock", "*.pkl"))
+                self.kept_dir = kept
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+        self.timings["teardown_s"] = time.perf_counter() - t
+
+    # ------------------------------------------------------------------ records
+    def _record(self, out: dict, wall: float) -> RunResult:
+        fc = np.array([np.nan if x is None else x for x in out["flow_completion"]], float)
+        cc = np.array([np.nan if x is None else x for x in out["coflow_completion"]], float)
+        s = out["segments"]
+        segs = Segments(np.array(s["flow"], dtype=np.int64), np.array(s["core"], np.int64),
+                        np.array(s["start"], float), np.array(s["end"], float),
+                        np.array(s["rate_bps"], float))
+        extra = {"time_scale": self.time_scale, "datapath": self.datapath,
+                 "policy_calls": out["policy_calls"], "controller": out["stats"],
+                 "api_errors": out.get("api_errors", 0),
+                 "timings": {k: round(v, 4) for k, v in self.timings.items()}}
+        if getattr(self, "kept_dir", None):
+            extra["run_dir"] = self.kept_dir
+        return RunResult(workload=self.workload, policy=self.policy_name, engine="mininet",
+                         flow_completion=fc, coflow_completion=cc, segments=segs,
+                         wall_seconds=wall, events=out.get("applies", 0), extra=extra)
+
+
+class _Watcher:
+    """Follows the controller's progress pushes; calls ``progress(done, total)``."""
+
+    def __init__(self, path: str, progress):
+        import threading
+
+        from controller.api import Channel
+        self.progress = progress
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(path)
+        self.ch = Channel(s, name="engine")
+        self.ch.send({"op": "watch", "id": 1})
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        for line in self.ch.lines():
+            with contextlib.suppress(ValueError, TypeError):
+                msg = json.loads(line)
+                if msg.get("op") == "progress":
+                    self.progress(int(msg["done"]), int(msg["total"]))
+
+    def close(self) -> None:
+        self.ch.close()
+
+
+def run_mininet(workload: Workload, policy, *, time_scale: float = 1.0,
+                segments: bool = True, progress: bool = False, pause: bool = True,
+                class_mapping: str = "conflict", datapath: str | None = None,
+                timeout: float | None = None, keep_dir: bool = False,
+                quiet: bool = True) -> RunResult:
+    """Run ``workload`` under ``policy`` on the real emulation; see the module docstring.
+
+    Parameters
+    ----------
+    workload : Workload
+        Its fabric gives hosts (``ports``), cores and rates.
+    policy : Policy or str
+        A fresh policy instance or a registered name / ``module:Class``.
+    time_scale : float
+        The emulation runs this many times slower than the workload (rates / time_scale,
+        releases x time_scale); recorded times are in workload seconds.
+    segments : bool
+        Keep the measured segments (between two controller events, from the receivers'
+        byte counters) in the result.
+    progress : bool
+        Show a progress bar of completed coflows.
+    pause : bool
+        Pause started flows the plan gives rate 0 (default) instead of leaving them in the
+        lowest class.
+    class_mapping : {"conflict", "coflow"}
+        How ranks map onto the 8 classes (:mod:`controller.classes`).
+    datapath : {"kernel", "user", None}
+        OVS datapath; None picks the kernel one when its module exists.
+    timeout : float, optional
+        Wall seconds before the run is abandoned (default from the workload's size).
+    keep_dir : bool
+        Copy the run's logs (controller.log, decisions.jsonl, agent logs) to /tmp.
+
+    Returns
+    -------
+    RunResult with ``engine="mininet"``; ``extra`` has the controller's latency figures.
+
+    Raises
+    ------
+    EmulationError
+        Not root, Open vSwitch not running, or the run failed (the message says why).
+    """
+    run = MininetRun(workload, policy, time_scale=time_scale, pause=pause,
+                     class_mapping=class_mapping, datapath=datapath, timeout=timeout,
+                     keep_dir=keep_dir, quiet=quiet)
+    if progress:
+        from tqdm import tqdm
+        with tqdm(total=len(workload.coflows), unit="coflow", desc="mininet",
+                  leave=False) as bar:
+            def upd(done, total):
+                bar.n = done
+                bar.refresh()
+            result = run.run(progress=upd)
+    else:
+        result = run.run()
+    if not segments:
+        result.segments = None
+    return result
