@@ -289,6 +289,9 @@ class CuttingPlane:
         self._check(self.h.run(), "run")
         self.solves += 1
         status = self.h.getModelStatus()
+        if status == highspy.HighsModelStatus.kModelEmpty and self.n_col == 0:
+            self.x = np.zeros(0)
+            return self.x
         if status != highspy.HighsModelStatus.kOptimal:
             raise LPSolveError(
                 f"HiGHS returned {self.h.modelStatusToString(status)!r} for the coflow LP "
@@ -298,6 +301,8 @@ class CuttingPlane:
 
     @property
     def objective(self) -> float:
+        if self.n_col == 0:
+            return 0.0
         return float(self.h.getInfo().objective_function_value)
 
     def add_rows_geq(self, starts, index, value, lower) -> None:
