@@ -45,7 +45,7 @@ from controller.runtime import RunConfig
 from emulate import clean as cleaner
 from emulate.records import RunResult, Segments
 from topologies.mininet_topo import (ParallelTopo, build_network, choose_datapath,
-                                     host_name, stop_network)
+                                     host_name, stop_network, switch_intf)
 
 WIRE_OVERHEAD = 1514 / 1448
 """Ethernet frame bytes per TCP payload byte at MTU 1500 with timestamps."""
@@ -230,6 +230,7 @@ class MininetRun:
                   if getattr(n, "pid", None)]
         cleaner.add_procs(self.run_dir, shells)
         self.timings["network_build_s"] = time.perf_counter() - t
+        self.ports_before = port_bytes(n_hosts, w.fabric.cores)
         # the agents
         t = time.perf_counter()
         procs = []
@@ -276,6 +277,8 @@ class MininetRun:
             raise EmulationError(f"the emulated run failed: {out.get('error')}\n" +
                                  self._tail("controller.log"))
         out["decisions"] = os.path.join(self.run_dir, "decisions.jsonl")
+        after = port_bytes(self.workload.fabric.ports, self.workload.fabric.cores)
+        out["port_bytes"] = (after - self.ports_before).tolist()
         return out
 
     def _tail(self, name: str, n: int = 15) -> str:
@@ -326,12 +329,31 @@ class MininetRun:
         extra = {"time_scale": self.time_scale, "datapath": self.datapath,
                  "policy_calls": out["policy_calls"], "controller": out["stats"],
                  "api_errors": out.get("api_errors", 0),
+                 "port_bytes": out["port_bytes"],
                  "timings": {k: round(v, 4) for k, v in self.timings.items()}}
         if getattr(self, "kept_dir", None):
             extra["run_dir"] = self.kept_dir
         return RunResult(workload=self.workload, policy=self.policy_name, engine="mininet",
                          flow_completion=fc, coflow_completion=cc, segments=segs,
                          wall_seconds=wall, events=out.get("applies", 0), extra=extra)
+
+
+def port_bytes(n_hosts: int, n_cores: int) -> np.ndarray:
+    """Bytes counted by the switch-side interfaces, shape (cores, hosts, 2).
+
+    ``[c, i, 0]``: received by core ``c`` from host ``i`` (its uplink, input port);
+    ``[c, i, 1]``: sent by core ``c`` to host ``i`` (its downlink, output port). Frames,
+    headers included, both directions' traffic (data one way, ACKs the other).
+    """
+    out = np.zeros((n_cores, n_hosts, 2), dtype=np.int64)
+    for c in range(n_cores):
+        for i in range(n_hosts):
+            base = f"/sys/class/net/{switch_intf(i, c)}/statistics/"
+            for k, name in enumerate(("rx_bytes", "tx_bytes")):
+                with contextlib.suppress(OSError, ValueError):
+                    with open(base + name) as fh:
+                        out[c, i, k] = int(fh.read())
+    return out
 
 
 class _Watcher:

@@ -1,0 +1,445 @@
+"""Workload sources: the project's JSON format, the Facebook coflow benchmark, generators.
+
+This is the one place that reads and writes workloads.
+
+JSON format
+-----------
+::
+
+    {"fabric": {"ports": 4, "cores": 2, "rate_bps": 1e9},
+     "coflows": [{"id": "c0", "release": 0.0, "weight": 1.0,
+                  "flows": [{"src": 0, "dst": 1, "bytes": 3000}]}],
+     "precedence": [["c0", "c1"]],
+     "jobs": [{"id": "j0", "weight": 1.0, "coflows": ["c0", "c1"]}]}
+
+``fabric.core_rates`` (a rate per core), ``name`` and any other extra keys are allowed
+(extra keys are ignored). ``release`` defaults to 0, ``weight`` to 1; ``precedence`` and
+``jobs`` may be omitted.
+
+Facebook coflow benchmark (``FB2010-1Hr-150-0.txt``)
+----------------------------------------------------
+Line 1 ``<ports> <coflows>``, then a coflow per line:
+``<id> <arrival ms> <#mappers> <mapper port>... <#reducers> <reducer port>:<MB>...``.
+A reducer's megabytes (1 MB = 2^20 bytes) are split evenly over the coflow's mappers,
+as the reference simulator (CoflowSim) does.
+
+Generators
+----------
+:func:`random_workload` (heavy-tailed coflows like FB2010's, seeded), :func:`random_dag`
+(a DAG with a chosen longest path) and :func:`multi_stage_jobs`. The same seed gives the
+same workload on every machine (numpy's PCG64).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+
+import numpy as np
+
+from controller.model import Coflow, Flow, Job, Workload, WorkloadError
+from emulate.records import atomic_write
+from topologies.fabric import Fabric, FabricError
+
+#: Where users can fetch the public benchmark (the project does not ship it).
+FB2010_URL = ("https://raw.githubusercontent.com/coflow/coflow-benchmark/master/"
+              "FB2010-1Hr-150-0.txt")
+MB = 1048576
+
+
+# ---------------------------------------------------------------------------- JSON
+def read_json(path: str, *, cores: int | None = None, rate_bps: float | None = None
+              ) -> Workload:
+    """Read a workload in the project's JSON format.
+
+    Parameters
+    ----------
+    path : str
+    cores, rate_bps : optional overrides of the file's fabric (CLI ``--cores``/``--rate``).
+
+    Raises
+    ------
+    WorkloadError
+        Naming the file, the line (where it can be found) and the field.
+    """
+    try:
+        with open(path) as fh:
+            text = fh.read()
+    except OSError as e:
+        raise WorkloadError(f"cannot read workload: {e.strerror}", source=path) from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise WorkloadError(f"malformed JSON: {e.msg} (column {e.colno})", source=path,
+                            line=e.lineno) from None
+    return workload_from_dict(doc, source=path, text=text, cores=cores, rate_bps=rate_bps)
+
+
+def _line_of(text: str | None, *needles: str) -> int | None:
+    """Line of the first needle found in ``text`` (1-based)."""
+    if not text:
+        return None
+    for needle in needles:
+        if needle is None:
+            continue
+        m = re.search(needle, text)
+        if m:
+            return text.count("\n", 0, m.start()) + 1
+    return None
+
+
+def _id_pattern(value) -> str:
+    return r'"id"\s*:\s*' + re.escape(json.dumps(value))
+
+
+def _require(obj, key, kind, where, source, line, default=None):
+    if key not in obj:
+        if default is not None:
+            return default
+        raise WorkloadError(f"{where}: missing field {key!r}", source=source, line=line,
+                            field=key)
+    v = obj[key]
+    if kind is not None and (isinstance(v, bool) or not isinstance(v, kind)):
+        name = {list: "a list", str: "a string", dict: "an object"}.get(kind, "a number")
+        raise WorkloadError(f"{where}: {key!r} must be {name}, got {v!r}", source=source,
+                            line=line, field=key)
+    return v
+
+
+def workload_from_dict(doc, *, source: str = "<workload>", text: str | None = None,
+                       cores: int | None = None, rate_bps: float | None = None,
+                       name: str | None = None) -> Workload:
+    """Build a workload from a parsed JSON document (see the module docstring)."""
+    if not isinstance(doc, dict):
+        raise WorkloadError("the top level must be an object with 'fabric' and 'coflows'",
+                            source=source, line=1)
+    num = (int, float)
+    fab = _require(doc, "fabric", dict, "top level", source, _line_of(text, r'"fabric"'))
+    fline = _line_of(text, r'"fabric"')
+    try:
+        fabric = Fabric(
+            ports=_require(fab, "ports", int, "fabric", source, fline),
+            cores=int(cores) if cores is not None else _require(fab, "cores", int, "fabric",
+                                                                 source, fline, default=1),
+            rate_bps=float(rate_bps) if rate_bps is not None else float(
+                _require(fab, "rate_bps", num, "fabric", source, fline, default=1e9)),
+            core_rates=(None if cores is not None or rate_bps is not None
+                        else fab.get("core_rates")))
+    except FabricError as e:
+        raise WorkloadError(str(e), source=source, line=fline, field="fabric") from None
+    coflows = []
+    for n, c in enumerate(_require(doc, "coflows", list, "top level", source, None)):
+        where = f"coflows[{n}]"
+        if not isinstance(c, dict):
+            raise WorkloadError(f"{where} must be an object", source=source, field="coflows")
+        line = _line_of(text, _id_pattern(c.get("id")))
+        cid = _require(c, "id", str, where, source, line)
+        where = f"coflow {cid!r}"
+        flows = []
+        for k, f in enumerate(_require(c, "flows", list, where, source, line)):
+            fw = f"{where} flows[{k}]"
+            if not isinstance(f, dict):
+                raise WorkloadError(f"{fw} must be an object", source=source, line=line,
+                                    field="flows")
+            flows.append(Flow(_require(f, "src", int, fw, source, line),
+                              _require(f, "dst", int, fw, source, line),
+                              _require(f, "bytes", num, fw, source, line)))
+        try:
+            coflows.append(Coflow(cid, tuple(flows),
+                                  release=_require(c, "release", num, where, source, line, 0.0),
+                                  weight=_require(c, "weight", num, where, source, line, 1.0)))
+        except WorkloadError as e:
+            raise e.located(source, line) from None
+    arcs = doc.get("precedence", [])
+    if not isinstance(arcs, list):
+        raise WorkloadError("'precedence' must be a list of [before, after] pairs",
+                            source=source, line=_line_of(text, r'"precedence"'),
+                            field="precedence")
+    jobs = []
+    for n, j in enumerate(doc.get("jobs", [])):
+        where = f"jobs[{n}]"
+        line = _line_of(text, _id_pattern(j.get("id")) if isinstance(j, dict) else None)
+        if not isinstance(j, dict):
+            raise WorkloadError(f"{where} must be an object", source=source, field="jobs")
+        try:
+            jobs.append(Job(_require(j, "id", str, where, source, line),
+                            tuple(_require(j, "coflows", list, where, source, line)),
+                            weight=_require(j, "weight", num, where, source, line, 1.0)))
+        except WorkloadError as e:
+            raise e.located(source, line) from None
+    try:
+        return Workload(fabric, tuple(coflows), tuple(tuple(a) if isinstance(a, list) else a
+                                                      for a in arcs),
+                        tuple(jobs), name=name or str(doc.get("name", source)))
+    except WorkloadError as e:
+        line = None
+        m = re.search(r"coflow '([^']*)'", e.message)
+        if m:
+            line = _line_of(text, _id_pattern(m.group(1)))
+        elif e.field == "precedence":
+            line = _line_of(text, r'"precedence"')
+        raise e.located(source, line) from None
+
+
+def workload_to_dict(w: Workload) -> dict:
+    """The JSON document of a workload (inverse of :func:`workload_from_dict`)."""
+    fab = {"ports": w.fabric.ports, "cores": w.fabric.cores, "rate_bps": w.fabric.rate_bps}
+    if w.fabric.core_rates:
+        fab["core_rates"] = list(w.fabric.core_rates)
+    return {
+        "name": w.name, "fabric": fab,
+        "coflows": [{"id": c.id, "release": c.release, "weight": c.weight,
+                     "flows": [{"src": f.src, "dst": f.dst, "bytes": f.bytes} for f in c.flows]}
+                    for c in w.coflows],
+        "precedence": [list(a) for a in w.precedence],
+        "jobs": [{"id": j.id, "weight": j.weight, "coflows": list(j.coflows)} for j in w.jobs],
+    }
+
+
+def write_json(w: Workload, path: str) -> None:
+    """Write a workload in the JSON format (atomically)."""
+    atomic_write(path, json.dumps(workload_to_dict(w), indent=1) + "\n")
+
+
+# ---------------------------------------------------------------------------- FB2010
+def read_fb_trace(path: str, *, cores: int = 1, rate_bps: float = 2.0**30,
+                  hosts: int | None = None, min_mb: float = 0.0, scale_bytes: float = 1.0,
+                  scale_time: float = 1.0, zero_release: bool = False,
+                  limit: int | None = None, seed: int = 0) -> Workload:
+    """Read the Facebook coflow-benchmark format.
+
+    Parameters
+    ----------
+    path : str
+    cores, rate_bps : the fabric. The default 2^30 bit/s is what CoflowSim calls 1 Gbit/s.
+    hosts : int, optional
+        Remap the trace's ports onto this many hosts (port ``p`` -> a seeded random
+        permutation of ports, modulo ``hosts``); flows that land on the same (src, dst)
+        pair of a coflow are merged.
+    min_mb : float
+        Drop coflows whose total shuffle is below this many MB (0 keeps all).
+    scale_bytes, scale_time : float
+        Multiply every size / arrival time.
+    zero_release : bool
+        Release every coflow at time 0 (the offline setting of the LP benchmarks).
+    limit : int, optional
+        Keep only the first ``limit`` coflows.
+
+    Raises
+    ------
+    WorkloadError
+        With file, line and field for a malformed line.
+    """
+    try:
+        fh = open(path)
+    except OSError as e:
+        raise WorkloadError(f"cannot read trace: {e.strerror}", source=path) from None
+    with fh:
+        lines = fh.read().splitlines()
+    if not lines:
+        raise WorkloadError("empty trace", source=path, line=1)
+    head = lines[0].split()
+    if len(head) != 2 or not all(x.isdigit() for x in head):
+        raise WorkloadError("first line must be '<ports> <coflows>'", source=path, line=1,
+                            field="header")
+    ports, declared = int(head[0]), int(head[1])
+    nhosts = hosts or ports
+    perm = (np.random.default_rng(seed).permutation(ports) % nhosts if hosts
+            else np.arange(ports))
+    coflows = []
+    for ln, raw in enumerate(lines[1:], start=2):
+        if not raw.strip():
+            continue
+        if limit is not None and len(coflows) >= limit:
+            break
+        tok = raw.split()
+
+        def bad(field, msg):
+            return WorkloadError(msg, source=path, line=ln, field=field)
+
+        try:
+            cid = tok[0]
+            arrival = float(tok[1])
+            nm = int(tok[2])
+            mappers = [int(x) for x in tok[3:3 + nm]]
+            if len(mappers) != nm:
+                raise bad("mappers", f"expected {nm} mapper ports, found {len(mappers)}")
+            nr = int(tok[3 + nm])
+            red = tok[4 + nm:]
+            if len(red) != nr:
+                raise bad("reducers", f"expected {nr} reducers 'port:MB', found {len(red)}")
+        except (IndexError, ValueError):
+            raise bad("line", "expected '<id> <arrival ms> <#mappers> <ports>... "
+                              "<#reducers> <port>:<MB>...'") from None
+        if arrival < 0:
+            raise bad("arrival", f"arrival must be >= 0 ms, got {arrival}")
+        if nm == 0:
+            raise bad("mappers", "a coflow needs at least one mapper")
+        for p in mappers:
+            if not 0 <= p < ports:
+                raise bad("mappers", f"mapper port {p} out of range 0..{ports - 1}")
+        demand = defaultdict(float)
+        total_mb = 0.0
+        for r in red:
+            port, sep, mb = r.partition(":")
+            try:
+                port_i, mb_f = int(port), float(mb)
+            except ValueError:
+                raise bad("reducers", f"reducer {r!r} is not 'port:MB'") from None
+            if not sep or not 0 <= port_i < ports:
+                raise bad("reducers", f"reducer port in {r!r} out of range 0..{ports - 1}")
+            if mb_f < 0:
+                raise bad("reducers", f"negative size in {r!r}")
+            total_mb += mb_f
+            share = mb_f * MB * scale_bytes / nm
+            for m in mappers:
+                demand[(int(perm[m]), int(perm[port_i]))] += share
+        if total_mb < min_mb:
+            continue
+        flows = tuple(Flow(s, d, b) for (s, d), b in sorted(demand.items()) if b > 0)
+        release = 0.0 if zero_release else arrival / 1000.0 * scale_time
+        coflows.append(Coflow(cid, flows, release=release, weight=1.0))
+    if limit is None and min_mb == 0 and len(coflows) != declared:
+        raise WorkloadError(f"header declares {declared} coflows, found {len(coflows)}",
+                            source=path, line=1, field="header")
+    try:
+        return Workload(Fabric(nhosts, cores, rate_bps), tuple(coflows),
+                        name=path.rsplit("/", 1)[-1])
+    except WorkloadError as e:
+        raise e.located(path) from None
+
+
+def read_workload(path: str, *, cores: int | None = None, rate_bps: float | None = None,
+                  **trace_options) -> Workload:
+    """Read a JSON workload or a FB-benchmark trace, by content."""
+    try:
+        with open(path) as fh:
+            first = fh.read(64).lstrip()
+    except OSError as e:
+        raise WorkloadError(f"cannot read workload: {e.strerror}", source=path) from None
+    if first.startswith("{"):
+        if trace_options:
+            raise WorkloadError(f"options {sorted(trace_options)} apply to FB traces only",
+                                source=path)
+        return read_json(path, cores=cores, rate_bps=rate_bps)
+    kw = dict(trace_options)
+    if cores is not None:
+        kw["cores"] = cores
+    if rate_bps is not None:
+        kw["rate_bps"] = rate_bps
+    return read_fb_trace(path, **kw)
+
+
+# ---------------------------------------------------------------------------- generators
+def random_coflows(rng: np.random.Generator, n: int, ports: int, *, mean_bytes: float = 1e6,
+                   max_width: int | None = None, arrival_rate: float | None = None,
+                   weights: tuple[float, float] | None = None, prefix: str = "c"
+                   ) -> list[Coflow]:
+    """``n`` random coflows with FB2010-like heavy tails.
+
+    Widths: most coflows are narrow (one or two mappers/reducers), a few are wide (a
+    truncated Pareto number of mappers and reducers, at most ``max_width``). Per-reducer
+    bytes are lognormal (sigma 1.5) scaled so the mean coflow carries about
+    ``mean_bytes``; they are split over the mappers as in the trace. Arrivals are a Poisson
+    process of ``arrival_rate`` per second (all at 0 if None); weights uniform in
+    ``weights`` (all 1 if None).
+    """
+    max_width = max_width or ports
+    out = []
+    t = 0.0
+    for k in range(n):
+        wide = rng.random() < 0.3
+        nm = int(min(max_width, 1 + rng.pareto(1.2) * (3 if wide else 0.3)))
+        nr = int(min(max_width, 1 + rng.pareto(1.2) * (3 if wide else 0.3)))
+        mappers = rng.choice(ports, size=min(nm, ports), replace=False)
+        reducers = rng.choice(ports, size=min(nr, ports), replace=False)
+        per_red = rng.lognormal(mean=0.0, sigma=1.5, size=len(reducers))
+        per_red *= mean_bytes / (math.exp(1.5**2 / 2) * 2.0)
+        demand = defaultdict(float)
+        for r, b in zip(reducers, per_red):
+            for m in mappers:
+                demand[(int(m), int(r))] += max(1.0, round(b / len(mappers)))
+        if arrival_rate:
+            t += rng.exponential(1.0 / arrival_rate)
+        w = 1.0 if weights is None else float(rng.uniform(*weights))
+        out.append(Coflow(f"{prefix}{k}", tuple(Flow(s, d, b) for (s, d), b in
+                                               sorted(demand.items())),
+                          release=round(t, 9), weight=round(w, 6)))
+    return out
+
+
+def random_dag(rng: np.random.Generator, ids: list[str], chi: int, *,
+               extra_arcs: float = 0.3) -> list[tuple[str, str]]:
+    """Random precedence arcs over ``ids`` whose longest path has exactly ``chi`` coflows.
+
+    Coflows are dealt to ``chi`` levels (each non-empty); every coflow of level ``l > 0``
+    gets an arc from a random coflow of level ``l - 1``, plus a share ``extra_arcs`` of
+    random forward arcs between lower and higher levels.
+    """
+    n = len(ids)
+    if not 1 <= chi <= max(1, n):
+        raise ValueError(f"chi must be in 1..{n}, got {chi}")
+    level = np.concatenate([np.arange(chi), rng.integers(0, chi, size=n - chi)])
+    rng.shuffle(level)
+    by_level = [[ids[i] for i in np.flatnonzero(level == l)] for l in range(chi)]
+    arcs = set()
+    for l in range(1, chi):
+        for c in by_level[l]:
+            arcs.add((by_level[l - 1][rng.integers(len(by_level[l - 1]))], c))
+    for _ in range(int(extra_arcs * n)):
+        a, b = sorted(rng.choice(chi, size=2, replace=chi < 2)) if chi > 1 else (0, 0)
+        if a < b:
+            arcs.add((by_level[a][rng.integers(len(by_level[a]))],
+                      by_level[b][rng.integers(len(by_level[b]))]))
+    return sorted(arcs)
+
+
+def random_workload(seed: int = 0, *, ports: int = 8, cores: int = 2, coflows: int = 20,
+                    rate_bps: float = 1e9, mean_bytes: float = 2e6,
+                    arrival_rate: float | None = None, chi: int = 1,
+                    weights: tuple[float, float] | None = (1.0, 10.0),
+                    max_width: int | None = None, name: str | None = None) -> Workload:
+    """A seeded synthetic workload: heavy-tailed coflows, optional arrivals and DAG.
+
+    ``arrival_rate`` defaults to a load near 0.7 of the fabric's capacity.
+    """
+    rng = np.random.default_rng(seed)
+    fabric = Fabric(ports, cores, rate_bps)
+    if arrival_rate is None:
+        capacity = ports * cores * rate_bps / 8.0
+        arrival_rate = 0.7 * capacity / mean_bytes
+    cfs = random_coflows(rng, coflows, ports, mean_bytes=mean_bytes, max_width=max_width,
+                         arrival_rate=arrival_rate, weights=weights)
+    arcs = random_dag(rng, [c.id for c in cfs], chi) if chi > 1 else []
+    return Workload(fabric, tuple(cfs), tuple(arcs),
+                    name=name or f"random-s{seed}-p{ports}-m{cores}-n{coflows}-chi{chi}")
+
+
+def multi_stage_jobs(seed: int = 0, *, ports: int = 8, cores: int = 2, jobs: int = 5,
+                     stages: tuple[int, int] = (2, 4), rate_bps: float = 1e9,
+                     mean_bytes: float = 1e6, arrival_rate: float = 5.0,
+                     name: str | None = None) -> Workload:
+    """Multi-stage jobs: each job a chain-like DAG of 2-4 shuffles (coflows).
+
+    Each job arrives at a Poisson time; its coflows share the arrival as release; stage
+    ``s + 1`` depends on stage ``s`` (and sometimes on ``s - 1`` too). Job weights are
+    uniform in [1, 10].
+    """
+    rng = np.random.default_rng(seed)
+    cfs, arcs, js = [], [], []
+    t = 0.0
+    for g in range(jobs):
+        t += rng.exponential(1.0 / arrival_rate)
+        k = int(rng.integers(stages[0], stages[1] + 1))
+        stage_cfs = random_coflows(rng, k, ports, mean_bytes=mean_bytes, prefix=f"j{g}s")
+        stage_cfs = [Coflow(c.id, c.flows, release=round(t, 9), weight=1.0) for c in stage_cfs]
+        for s in range(1, k):
+            arcs.append((stage_cfs[s - 1].id, stage_cfs[s].id))
+            if s >= 2 and rng.random() < 0.3:
+                arcs.append((stage_cfs[s - 2].id, stage_cfs[s].id))
+        cfs.extend(stage_cfs)
+        js.append(Job(f"j{g}", tuple(c.id for c in stage_cfs),
+                      weight=round(float(rng.uniform(1, 10)), 6)))
+    return Workload(Fabric(ports, cores, rate_bps), tuple(cfs), tuple(arcs), tuple(js),
+                    name=name or f"jobs-s{seed}-p{ports}-m{cores}-j{jobs}")
