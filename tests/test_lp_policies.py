@@ -176,7 +176,7 @@ def test_schedules_are_feasible(name, algorithm, seed):
                        only_core=0 if algorithm == "single" else None)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2 ** 32 - 1), cores=st.integers(1, 3),
        algo=st.sampled_from(ALGOS), objective=st.sampled_from(["weighted", "jobs", "makespan"]))
 def test_engine_bound_E_and_per_coflow_bound_hold(seed, cores, algo, objective):

@@ -373,7 +373,10 @@ class LPListPolicy(Policy):
 
     algorithm: ClassVar[str] = ""
 
-    def __init__(self, mode: str = "offline", objective: str = "weighted"):
+    def __init__(self, mode: str = "offline", objective: str = "weighted", **unknown):
+        if unknown:
+            raise PolicyError(f"policy {self.name!r} takes the options mode= and objective=, "
+                              f"not {sorted(unknown)}")
         super().__init__()
         if mode not in MODES:
             raise PolicyError(f"policy {self.name!r}: mode must be one of {MODES}, got {mode!r}")
