@@ -1,0 +1,199 @@
+"""The emulation's pure parts (no root): API validation, class mapping, expected rates."""
+from __future__ import annotations
+
+import json
+import socket
+import threading
+
+import numpy as np
+import pytest
+
+from controller.api import AGENT_OPS, ApiError, ApiServer, Channel, parse, validate
+from controller.classes import (N_DATA_CLASSES, coflow_classes, conflict_classes,
+                                htb_priority_tree, tos_of)
+from controller.rates import allocate
+
+
+@pytest.mark.parametrize("line, why", [
+    (b"nope", "not JSON"), (b"[]", "JSON object"), (b'"x"', "JSON object"),
+    (b"\xff\xfe", "not JSON")])
+def test_parse_rejects_what_is_not_a_json_object(line, why):
+    with pytest.raises(ApiError, match=why):
+        parse(line)
+
+
+@pytest.mark.parametrize("msg, why", [
+    ({"op": "boom", "id": 1}, "unknown op"),
+    ({"op": "ping"}, "'id'"),
+    ({"op": "ping", "id": -1}, "'id'"),
+    ({"op": "ping", "id": True}, "'id'"),
+    ({"op": "register", "id": 1, "host": 0}, "missing field 'pid'"),
+    ({"op": "register", "id": 1, "host": "0", "pid": 1}, "'host' must be int"),
+    ({"op": "register", "id": 1, "host": False, "pid": 1}, "'host' must be int"),
+    ({"op": "flow_done", "id": 1, "flow": 0, "t": float("nan"), "bytes": 1}, "finite"),
+    ({"op": "flow_done", "id": 1, "flow": -3, "t": 1.0, "bytes": 1}, ">= 0"),
+    ({"op": "ping", "id": 1, "x": 1}, "unknown fields"),
+])
+def test_validate_names_the_wrong_field(msg, why):
+    with pytest.raises(ApiError, match=why):
+        validate(msg)
+
+
+def test_validate_accepts_every_op_with_its_fields():
+    sample = {int: 3, float: 1.5, str: "boom"}
+    for op, fields in AGENT_OPS.items():
+        msg = {"op": op, "id": 7}
+        for name, (types, _) in fields.items():
+            msg[name] = sample[types[0]]
+        assert validate(msg) is msg
+
+
+def test_server_answers_bad_lines_with_errors_and_keeps_serving(tmp_path):
+    seen = []
+
+    def on_request(ch, msg):
+        seen.append(msg["op"])
+        ch.answer(msg["id"], echo=msg["op"])
+
+    path = str(tmp_path / "api.sock")
+    srv = ApiServer(path, on_request)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    s.settimeout(5)
+    f = s.makefile("rb")
+    for line in (b"garbage", b'{"op": "ping"}', b"{" + b"y" * 70000 + b"}",
+                 b'{"re": 99, "ok": true}', b'{"op": "ping", "id": 4}'):
+        s.sendall(line + b"\n")
+    answers = [json.loads(f.readline()) for _ in range(5)]
+    assert [a["ok"] for a in answers] == [False, False, False, False, True]
+    assert answers[-1] == {"re": 4, "ok": True, "echo": "ping"}
+    assert seen == ["ping"] and srv.errors == 4
+    s.close()
+    srv.close()
+
+
+def test_channel_request_gets_its_answer(tmp_path):
+    a, b = socket.socketpair()
+    ca, cb = Channel(a), Channel(b)
+
+    def peer():
+        for line in cb.lines():
+            msg = json.loads(line)
+            cb.answer(msg["id"], value=msg["x"] * 2)
+
+    threading.Thread(target=peer, daemon=True).start()
+    threading.Thread(target=lambda: [ca.resolve(json.loads(x)) for x in ca.lines()],
+                     daemon=True).start()
+    assert ca.request({"op": "double", "x": 21}, timeout=5)["value"] == 42
+    ca.close()
+    cb.close()
+
+
+def test_conflict_classes_keep_the_order_of_every_pair_that_shares_a_link():
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        n, ports, cores = 12, 4, 2
+        src = rng.integers(0, ports, n)
+        dst = (src + rng.integers(1, ports, n)) % ports
+        core = rng.integers(0, cores, n)
+        order = rng.permutation(n)
+        cls = conflict_classes(order, src, dst, core)
+        pos = {f: i for i, f in enumerate(order)}
+        c = {f: cls[pos[f]] for f in order}
+        for f in range(n):
+            for g in range(n):
+                share = core[f] == core[g] and (src[f] == src[g] or dst[f] == dst[g])
+                if f != g and share and pos[f] < pos[g] and c[f] < N_DATA_CLASSES - 1:
+                    assert c[f] < c[g]
+
+
+def test_coflow_classes_give_each_of_the_first_coflows_its_own_class():
+    coflow = np.array([0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+    cls = coflow_classes(np.arange(11), coflow)
+    assert cls.tolist() == [0, 0, 1, 2, 3, 4, 5, 6, 7, 7, 7]
+
+
+def test_htb_tree_has_a_filter_per_data_class_on_its_tos():
+    lines = htb_priority_tree("x-eth0", 20e6)
+    for k in range(N_DATA_CLASSES):
+        assert any(f"match ip tos {tos_of(k):#04x} 0xfc flowid 1:{11 + k}" in ln
+                   for ln in lines)
+    assert lines[1].endswith("burst 15k cburst 15k") and "rate 20000000bit" in lines[1]
+
+
+def _check_capacity(order, src, dst, core, rate, core_rate):
+    for h in range(len(core_rate)):
+        for port_of in (src, dst):
+            for p in set(port_of.tolist()):
+                on = [n for n, f in enumerate(order) if core[f] == h and port_of[f] == p]
+                assert rate[on].sum() <= core_rate[h] * (1 + 1e-9)
+
+
+def _saturated(f, order, src, dst, core, rate, core_rate):
+    h = core[f]
+    used_in = sum(rate[n] for n, g in enumerate(order) if core[g] == h and src[g] == src[f])
+    used_out = sum(rate[n] for n, g in enumerate(order) if core[g] == h and dst[g] == dst[f])
+    return max(used_in, used_out) >= core_rate[h] * (1 - 1e-9)
+
+
+def _random_case(rng, n=15, ports=5, cores=2):
+    src = rng.integers(0, ports, n)
+    dst = (src + rng.integers(1, ports, n)) % ports
+    core = rng.integers(0, cores, n).astype(np.int64)
+    cap = np.where(rng.random(n) < 0.3, rng.uniform(0.1, 1.0, n), np.inf)
+    return src, dst, core, cap, np.array([1.0, 0.5]), rng.permutation(n).astype(np.int64)
+
+
+def test_priority_rates_serve_flows_in_rank_order_and_backfill_leftovers():
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        src, dst, core, cap, core_rate, order = _random_case(rng)
+        strict = allocate(order, src, dst, core, cap, core_rate, "priority", False)
+        full = allocate(order, src, dst, core, cap, core_rate, "priority", True)
+        for rate in (strict, full):
+            _check_capacity(order, src, dst, core, rate, core_rate)
+        for n, f in enumerate(order):
+            # without backfill: min(cap, what the higher-ranked flows left on its ports)
+            assert strict[n] <= cap[f] + 1e-12
+            if strict[n] < cap[f] - 1e-9:
+                prefix = strict.copy()
+                prefix[n + 1:] = 0
+                assert _saturated(f, order, src, dst, core, prefix, core_rate)
+            # with backfill: work conserving
+            assert full[n] >= strict[n] - 1e-12
+            assert _saturated(f, order, src, dst, core, full, core_rate)
+
+
+def test_fair_rates_are_max_min_fair_under_caps():
+    rng = np.random.default_rng(8)
+    for _ in range(40):
+        src, dst, core, cap, core_rate, order = _random_case(rng)
+        rate = allocate(order, src, dst, core, cap, core_rate, "fair")
+        _check_capacity(order, src, dst, core, rate, core_rate)
+        for n, f in enumerate(order):
+            # every flow is at its cap or on a saturated link where it has the largest rate
+            if rate[n] >= cap[f] - 1e-9:
+                continue
+            h = core[f]
+            ok = False
+            for port_of in (src, dst):
+                on = [m for m, g in enumerate(order)
+                      if core[g] == h and port_of[g] == port_of[f]]
+                if (rate[on].sum() >= core_rate[h] * (1 - 1e-9)
+                        and rate[n] >= rate[on].max() - 1e-9):
+                    ok = True
+            assert ok, (n, rate)
+
+
+def test_rates_of_a_simple_case():
+    # two flows out of port 0 on one core, the first ranked higher; a third elsewhere
+    src, dst, core = np.array([0, 0, 1]), np.array([1, 2, 2]), np.zeros(3, np.int64)
+    cap = np.array([np.inf, np.inf, np.inf])
+    r = allocate(np.array([0, 1, 2]), src, dst, core, cap, np.array([10.0]), "priority")
+    assert r.tolist() == [10.0, 0.0, 10.0]
+    r = allocate(np.array([0, 1, 2]), src, dst, core, np.array([4.0, np.inf, np.inf]),
+                 np.array([10.0]), "priority", backfill=False)
+    assert r.tolist() == [4.0, 6.0, 4.0]
+    r = allocate(np.array([0, 1, 2]), src, dst, core, cap, np.array([10.0]), "fair")
+    assert r.tolist() == [5.0, 5.0, 5.0]
