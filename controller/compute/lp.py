@@ -325,10 +325,11 @@ def lp1(instance, eps: float = 0.25, *, weights=None, first_left: float | None =
                        "LP2" if _lp2 else "LP1")
     sol = res.x
     xv = np.maximum(sol[:nx], 0.0)
+    xv[xv < 1e-7] = 0.0                    # solver noise: fractions below 1e-7 are zero
     tot = np.zeros(n)
     np.add.at(tot, xt, xv)
     xv = xv / tot[xt]
-    keep = xv > 1e-12
+    keep = xv > 0
     Zv = sol[Z0:].reshape(S, L)
     zv = np.diff(np.concatenate([np.zeros((S, 1)), Zv], axis=1), axis=1)
     zv = np.maximum(zv, 0.0)

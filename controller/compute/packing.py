@@ -73,7 +73,8 @@ class Packer:
     task_running : int array (n,), running item of each task or -1
     dirty : set of machines changed since the rule was last called
     new_tasks : int array, tasks that became available at this event
-    item_task, item_machine, item_left : lists, per item
+    item_task, item_machine, item_left, item_end : lists, per item (``item_end``: time
+        the item finished, nan before)
     """
 
     def __init__(self, arrays: ComputeArrays, background: Iterable = ()):
@@ -97,6 +98,7 @@ class Packer:
         self.item_machine: list[int] = []
         self.item_left: list[float] = []
         self.item_work: list[float] = []
+        self.item_end: list[float] = []
         self.task_items: list[list[int]] = [[] for _ in range(n)]
         self.running: dict[int, float] = {}
         self.task_running = np.full(n, -1, dtype=np.int64)
@@ -130,6 +132,7 @@ class Packer:
         self.item_machine.append(int(machine))
         self.item_left.append(float(work))
         self.item_work.append(float(work))
+        self.item_end.append(np.nan)
         self.task_items[task].append(k)
         return k
 
@@ -235,6 +238,7 @@ class Packer:
             self.frac_left[t] -= dt / a.proc[t, i]
             if self.item_left[k] <= self.tol:
                 self.item_left[k] = 0.0
+                self.item_end[k] = t_next
                 self._stop(k, at=t_next)
                 finished_tasks.append(t)
         self.time = t_next
@@ -256,6 +260,8 @@ class Packer:
         for k in self.task_items[t]:
             if k in self.running:
                 self._stop(k)
+            if self.item_left[k] > 0 or np.isnan(self.item_end[k]):
+                self.item_end[k] = self.time
             self.item_left[k] = 0.0
         s = a.task_stage[t]
         self.stage_left[s] -= 1

@@ -58,12 +58,16 @@ class FractionSchedule:
     segments : (task, machine, start, end) arrays of S
     target : float array (n, M), ``x~^i_t p^i_t``: seconds task ``t`` gets on machine ``i``
     lp : LPResult
+    fraction_interval, fraction_end : arrays, per packed fraction, its LP interval ``l``
+        and the time it finished in S (Lemma 3.3 bounds the latter by ``3 d_l``)
     """
 
     arrays: ComputeArrays
     segments: tuple
     target: np.ndarray
     lp: object
+    fraction_interval: np.ndarray = None
+    fraction_end: np.ndarray = None
 
 
 def fraction_schedule(a: ComputeArrays, eps: float = 0.25, background=()) -> FractionSchedule:
@@ -71,6 +75,15 @@ def fraction_schedule(a: ComputeArrays, eps: float = 0.25, background=()) -> Fra
     res = lp1(a, eps, weights=a.job_weight[a.stage_job])
     xt, xi, xl, xv = res.x
     work = xv * a.proc[xt, xi]
+    # fractions shorter than the engine's time tolerance are dropped and the task's other
+    # fractions scaled up to sum to 1 again
+    tiny = work <= 1e-8 * max(1.0, float(a.proc[a.allowed].max()))
+    if tiny.any():
+        xv = np.where(tiny, 0.0, xv)
+        tot = np.zeros(a.n_tasks)
+        np.add.at(tot, xt, xv)
+        xv = xv / tot[xt]
+        work = xv * a.proc[xt, xi]
     rank = np.empty(a.n_stages)
     rank[np.lexsort((np.arange(a.n_stages), res.C))] = np.arange(a.n_stages)
     order = np.lexsort((xi, xt, rank[a.task_stage[xt]], xl))
@@ -81,7 +94,8 @@ def fraction_schedule(a: ComputeArrays, eps: float = 0.25, background=()) -> Fra
                        one_per_task=True, background=background)
     target = np.zeros((a.n_tasks, a.n_machines))
     np.add.at(target, (xt[keep], xi[keep]), work[keep])
-    return FractionSchedule(a, pk.segments(), target, res)
+    return FractionSchedule(a, pk.segments(), target, res, xl[keep],
+                            np.array(pk.item_end[:int(keep.sum())]))
 
 
 def _per_pair(fs: FractionSchedule):
