@@ -124,7 +124,7 @@ def dense_lp3(w):
     for j, job in enumerate(w.jobs):
         for t in job.tasks:
             pl = _placement(w, t)
-            m = min(pl, key=lambda x: (pl[x], mi[x]))
+            m = min(pl, key=lambda x: (pl[x], list(pl).index(x)))
             vol[j, mi[m]] += t.size[0] * t.placement[m]
             lbC[j] = max(lbC[j], t.placement[m])
     pairs = [(a, b) for a in range(J) for b in range(J) if a != b]
@@ -172,7 +172,7 @@ def brute_force(w, mode):
         for t in job.tasks:
             pl = {mi[m]: int(p) for m, p in t.placement.items() if t.size[0] <= caps[mi[m]]}
             if mode == "pinned":
-                m = min(pl, key=lambda x: (pl[x], x))
+                m = min(pl, key=lambda x: (pl[x], list(pl).index(x)))
                 pl = {m: pl[m]}
             tasks.append((t.size[0], pl, j))
     n = len(tasks)

@@ -62,11 +62,12 @@ def test_machines_too_small_for_a_task_are_dropped_from_its_placement_set():
     assert w.pinned().tasks[0].placement == {"m0": 5.0}
 
 
-def test_pinned_keeps_the_fastest_machine_and_breaks_ties_by_machine_order():
+def test_pinned_keeps_the_fastest_machine_and_breaks_ties_by_placement_order():
     w = _w([Task("t", (1.0,), {"m1": 2.0, "m0": 2.0}), Task("u", (1.0,), {"m0": 3.0,
                                                                           "m1": 2.0})])
     p = w.pinned()
-    assert dict(p.tasks[0].placement) == {"m0": 2.0}
+    assert w.arrays.fastest.tolist() == [1, 1]
+    assert dict(p.tasks[0].placement) == {"m1": 2.0}
     assert dict(p.tasks[1].placement) == {"m1": 2.0}
     assert p.arrays.single_machine and not w.arrays.single_machine
 

@@ -37,7 +37,6 @@ def verify(w: ComputeWorkload, sched, *, preemptive=True, migration=True, pinned
     segs = sched.segments_as_dicts()
     tasks = {t.id: t for j in w.jobs for s in j.stages for t in s.tasks}
     caps = {m.id: m.capacity[0] for m in w.machines}
-    order = [m.id for m in w.machines]
     scale = max(1.0, max((s["end"] for s in segs), default=1.0))
     tol = TOL * scale
     by_task = {tid: [] for tid in tasks}
@@ -72,7 +71,8 @@ def verify(w: ComputeWorkload, sched, *, preemptive=True, migration=True, pinned
         if not preemptive and len(ss) > 1:
             raise Infeasible(f"{tid} is preempted ({len(ss)} segments)")
         if pinned:
-            fastest = min(t.placement, key=lambda m: (t.placement[m], order.index(m)))
+            pl = [m for m in t.placement if t.size[0] <= caps[m]]
+            fastest = min(pl, key=lambda m: (t.placement[m], pl.index(m)))
             if machines != {fastest}:
                 raise Infeasible(f"{tid} runs on {sorted(machines)}, not on its fastest "
                                  f"machine {fastest}")

@@ -291,9 +291,9 @@ class ComputeWorkload:
     def pinned(self) -> "ComputeWorkload":
         """Single-machine placement: every task keeps only its fastest machine.
 
-        Ties go to the machine listed first in :attr:`machines`. This is the setting of
-        SynchPack-3, PSRS and Tetris-P (the paper's "original trace", each task on the
-        machine the trace ran it on).
+        Ties go to the machine listed first in the task's placement (the generators list the
+        machine the trace ran the task on first). This is the setting of SynchPack-3, PSRS
+        and Tetris-P (the paper's "original trace", each task on its machine).
         """
         a = self.arrays
         jobs = []
@@ -372,6 +372,9 @@ class ComputeArrays:
     orig_task, orig_stage, orig_job : int arrays
         Index of each task / stage / job in the full workload (identity unless this is a
         :meth:`subset`).
+    fastest : int array (n,)
+        The machine with the shortest processing time; ties go to the machine listed first
+        in the task's placement.
     """
 
     machine_ids: tuple
@@ -391,12 +394,18 @@ class ComputeArrays:
     orig_task: np.ndarray = None
     orig_stage: np.ndarray = None
     orig_job: np.ndarray = None
+    fastest: np.ndarray = None
+
+    def __post_init__(self):
+        if self.fastest is None:
+            f = self.proc.argmin(axis=1) if len(self.task_ids) else np.zeros(0, np.int64)
+            object.__setattr__(self, "fastest", f.astype(np.int64))
 
     @classmethod
     def from_workload(cls, w: ComputeWorkload) -> "ComputeArrays":
         mi = w.machine_index
         cap = np.array([m.capacity[0] for m in w.machines], dtype=np.float64)
-        task_ids, size, rel, tstage, proc_rows = [], [], [], [], []
+        task_ids, size, rel, tstage, proc_rows, fastest = [], [], [], [], [], []
         stage_ids, stage_job, stage_tasks, stage_preds, job_stages = [], [], [], [], []
         for jn, j in enumerate(w.jobs):
             sidx = {s.id: len(stage_ids) + k for k, s in enumerate(j.stages)}
@@ -414,6 +423,9 @@ class ComputeArrays:
                         if all(k < len(c) and t.size[k] <= c[k] + 1e-12 or
                                k >= len(c) and t.size[k] == 0 for k in range(len(t.size))):
                             row[mi[m]] = p
+                    best = min((p for m, p in t.placement.items() if np.isfinite(row[mi[m]])))
+                    fastest.append(next(mi[m] for m, p in t.placement.items()
+                                        if p == best and np.isfinite(row[mi[m]])))
                     task_ids.append(t.id)
                     size.append(t.size[0])
                     rel.append(t.release)
@@ -434,7 +446,7 @@ class ComputeArrays:
             stage_preds=stage_preds, job_ids=tuple(j.id for j in w.jobs),
             job_weight=np.array([j.weight for j in w.jobs], dtype=np.float64),
             job_stages=job_stages, orig_task=np.arange(n), orig_stage=np.arange(len(stage_ids)),
-            orig_job=np.arange(len(w.jobs)))
+            orig_job=np.arange(len(w.jobs)), fastest=np.array(fastest, dtype=np.int64))
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -467,11 +479,6 @@ class ComputeArrays:
     def pmin(self) -> np.ndarray:
         """Shortest processing time of each task over its placement set."""
         return self.proc.min(axis=1) if self.n_tasks else np.zeros(0)
-
-    @cached_property
-    def fastest(self) -> np.ndarray:
-        """Machine with the shortest processing time (ties: first machine)."""
-        return self.proc.argmin(axis=1) if self.n_tasks else np.zeros(0, dtype=np.int64)
 
     @cached_property
     def local(self) -> np.ndarray:
@@ -553,7 +560,8 @@ class ComputeArrays:
             stage_tasks=stage_tasks, stage_preds=stage_preds,
             job_ids=tuple(self.job_ids[j] for j in jobs), job_weight=self.job_weight[jobs],
             job_stages=job_stages, orig_task=self.orig_task[tasks],
-            orig_stage=self.orig_stage[stages], orig_job=self.orig_job[jobs])
+            orig_stage=self.orig_stage[stages], orig_job=self.orig_job[jobs],
+            fastest=self.fastest[tasks])
 
 
 def as_arrays(instance) -> ComputeArrays:
