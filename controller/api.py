@@ -22,7 +22,9 @@ Agent -> controller
 Engine -> controller
     ``watch`` (then receives ``progress``/``finished`` pushes); ``ping``.
 Controller -> agent
-    ``start {flow, addr, port, src_addr, sport, bytes, tos, paused, pace_bps}``;
+    ``connect {addr, port, src_addr, sport}`` (open a persistent connection, answered once
+    established); ``start {flow, addr, port, src_addr, sport, bytes, tos, paused,
+    pace_bps}`` (send a flow on that connection, opening it if needed);
     ``update {flows: [{flow, tos, paused, pace_bps}]}``; ``counters`` (answer
     ``{rx: {flow: bytes}, t}``); ``stop``.
 
@@ -45,7 +47,7 @@ _NUM = (int, float)
 # op -> {field: (types, required)}
 AGENT_OPS: dict[str, dict[str, tuple[tuple, bool]]] = {
     "register": {"host": (_INT, True), "pid": (_INT, True)},
-    "flow_started": {"flow": (_INT, True), "t": (_NUM, True)},
+    "flow_started": {"flow": (_INT, True), "t": (_NUM, True), "t_cmd": (_NUM, False)},
     "flow_done": {"flow": (_INT, True), "t": (_NUM, True), "bytes": (_INT, True)},
     "plan": {"flow": (_INT, True)},
     "agent_error": {"flow": (_INT + (type(None),), False), "error": ((str,), True)},
@@ -54,6 +56,8 @@ AGENT_OPS: dict[str, dict[str, tuple[tuple, bool]]] = {
 }
 
 CONTROLLER_OPS: dict[str, dict[str, tuple[tuple, bool]]] = {
+    "connect": {"addr": ((str,), True), "port": (_INT, True), "src_addr": ((str,), True),
+                "sport": (_INT, True)},
     "start": {"flow": (_INT, True), "addr": ((str,), True), "port": (_INT, True),
               "src_addr": ((str,), True), "sport": (_INT, True), "bytes": (_INT, True),
               "tos": (_INT, True), "paused": ((bool,), True),

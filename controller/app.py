@@ -16,10 +16,13 @@ where ``RUN_DIR`` holds ``config.json`` (:class:`controller.runtime.RunConfig`),
 What it installs on core switch ``c`` (datapath id ``0xcfe000 + c + 1``):
 
 * priority 10, forwarding: IPv4 to ``10.<c+1>.0.<j+1>`` and ARP asking for it -> port
-  ``j+1``; nothing else is forwarded (no flooding: the fabric needs none);
-* priority 100, one rule per started flow: its TCP 4-tuple ->
-  ``set_field ip_dscp=<class>``, output to the destination's port; modified when the
-  flow's class changes, deleted when it completes (cookie = flow index + 1).
+  ``j+1``; priority 11: the same address coming *from* port ``j+1`` -> back out of it
+  (a host's traffic to itself, see ``topologies.mininet_topo.hairpin_commands``); nothing
+  else is forwarded (no flooding: the fabric needs none);
+* priority 100, one rule per agent connection (flows reuse idle connections between the
+  same hosts on the same core): its TCP 4-tuple -> ``set_field ip_dscp=<class>``, output
+  to the destination's port; modified whenever the class of the flow it carries changes
+  (cookie = the connection's source port).
 
 Handlers, by the event they answer: switch features (configure the switch), barrier
 replies (the switch has applied the rules: readiness and the event-to-rules latency),
@@ -87,6 +90,12 @@ class CoflowController(app_manager.OSKenApp):
                                       match=parser.OFPMatch()))
         for j in range(self.n_hosts):
             addr = core_address(j, core)
+            # a host's packets to itself go back out of its own port (hairpin)
+            dp.send_msg(parser.OFPFlowMod(
+                dp, priority=FORWARD_PRIORITY + 1,
+                match=parser.OFPMatch(in_port=switch_port(j), eth_type=0x0800, ipv4_dst=addr),
+                instructions=[parser.OFPInstructionActions(
+                    ofp.OFPIT_APPLY_ACTIONS, [parser.OFPActionOutput(ofp.OFPP_IN_PORT)])]))
             out = [parser.OFPActionOutput(switch_port(j))]
             for match in (parser.OFPMatch(eth_type=0x0800, ipv4_dst=addr),
                           parser.OFPMatch(eth_type=0x0806, arp_tpa=addr)):
@@ -145,29 +154,21 @@ class CoflowController(app_manager.OSKenApp):
                     self.run.events.put(("switch_lost", time.time(), core))
 
     # ------------------------------------------------------------------ used by the run
-    def install_flow(self, core: int, flow: int, rule: dict, modify: bool = False) -> None:
-        """Pin ``flow`` to ``core``'s switch: match its 4-tuple, mark its DSCP, forward."""
+    def install_flow(self, core: int, conn: int, rule: dict, modify: bool = False) -> None:
+        """Pin connection ``conn`` (its source port) to ``core``'s switch: match its
+        4-tuple, mark its DSCP, forward. ``modify`` changes an existing rule's class."""
         dp = self.datapaths[core]
         ofp, parser = dp.ofproto, dp.ofproto_parser
         match = parser.OFPMatch(eth_type=0x0800, ip_proto=6, ipv4_src=rule["ipv4_src"],
                                 ipv4_dst=rule["ipv4_dst"], tcp_src=rule["tcp_src"],
                                 tcp_dst=rule["tcp_dst"])
+        out = ofp.OFPP_IN_PORT if rule["ipv4_src"] == rule["ipv4_dst"] else rule["out_port"]
         actions = [parser.OFPActionSetField(ip_dscp=rule["dscp"]),
-                   parser.OFPActionOutput(rule["out_port"])]
+                   parser.OFPActionOutput(out)]
         dp.send_msg(parser.OFPFlowMod(
-            dp, cookie=flow + 1, priority=RULE_PRIORITY, match=match,
+            dp, cookie=conn, priority=RULE_PRIORITY, match=match,
             command=ofp.OFPFC_MODIFY_STRICT if modify else ofp.OFPFC_ADD,
             instructions=[parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]))
-
-    def remove_flow(self, core: int, flow: int) -> None:
-        dp = self.datapaths.get(core)
-        if dp is None:
-            return
-        ofp, parser = dp.ofproto, dp.ofproto_parser
-        dp.send_msg(parser.OFPFlowMod(dp, command=ofp.OFPFC_DELETE, table_id=0,
-                                      cookie=flow + 1, cookie_mask=0xFFFFFFFFFFFFFFFF,
-                                      out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
-                                      match=parser.OFPMatch()))
 
     def barrier(self, cores, t_event: float, sink: list) -> None:
         """Barrier on ``cores``; when all answered, ``sink`` gets the ms since ``t_event``."""

@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from controller.api import ApiError
-from controller.classes import coflow_classes, conflict_classes, dscp_of, tos_of
+from controller.classes import N_DATA_CLASSES, coflow_classes, conflict_classes, dscp_of, tos_of
 from controller.model import Workload
 from controller.plan import Plan, PlanError, State
 from controller.rates import allocate
@@ -65,6 +65,8 @@ class RunConfig:
     pause: bool = True
     """Pause started flows the plan gives rate 0 (else leave them in the lowest class)."""
     class_mapping: str = "conflict"
+    prewarm: bool = True
+    """Open a persistent connection per (src, dst, core) before the start."""
     start_delay: float = 0.3
     ready_timeout: float = 60.0
     run_timeout: float = 3600.0
@@ -111,7 +113,10 @@ class EmulationRun:
         self.pinned = np.full(nf, -1, dtype=np.int64)
         self.cls = np.full(nf, -1, dtype=np.int64)
         self.pace = np.full(nf, np.nan)
-        self.sport = 10000 + (np.arange(nf) % 50000)
+        self.sport = np.full(nf, -1, dtype=np.int64)     # connection a flow is sent on
+        self._next_sport = 10000
+        self.idle: dict[tuple[int, int, int], list[int]] = {}  # (src, dst, core) -> sports
+        self.conn_key: dict[int, tuple[int, int, int]] = {}
         self.flow_done = np.zeros(nf, dtype=bool)
         self.flow_completion = np.full(nf, np.nan)
         self.started_at = np.full(nf, np.nan)
@@ -214,7 +219,7 @@ class EmulationRun:
                                f"not by host {ch.host}")
             if self.status[f] == IDLE:
                 raise ApiError(f"flow_started: flow {f} was never started")
-            self.events.put(("flow_started", time.time(), (f, msg["t"])))
+            self.events.put(("flow_started", time.time(), (f, msg["t"], msg.get("t_cmd"))))
         elif op == "flow_done":
             if ch.host != a.dst[f]:
                 raise ApiError(f"flow_done: flow {f} is received by host {a.dst[f]}, "
@@ -272,6 +277,8 @@ class EmulationRun:
         """Run to the end; returns the result dict (also on error, with ``error``)."""
         try:
             self._wait_ready()
+            if self.cfg.prewarm:
+                self.prewarm()
             self._run()
         except RunAborted as e:
             self.error = str(e)
@@ -304,6 +311,46 @@ class EmulationRun:
             except queue.Empty:
                 continue
             self._handle_setup(ev)
+
+    def _new_conn(self, key: tuple[int, int, int]) -> int:
+        sport = self._next_sport
+        self._next_sport += 1
+        if self._next_sport > 65000:
+            raise RunAborted("out of source ports for connections")
+        self.conn_key[sport] = key
+        s, d, h = key
+        self.switches.install_flow(h, sport, self._conn_rule(key, sport, N_DATA_CLASSES - 1))
+        return sport
+
+    def prewarm(self) -> None:
+        """One persistent connection per (source, destination, core), opened before t0.
+
+        A flow then starts on an established connection (its switch rule already there):
+        no handshake, no ARP, no new megaflow in the switch on its first packets.
+        """
+        t = time.perf_counter()
+        n, m = self.cfg.n_hosts, self.workload.fabric.cores
+        used = {(int(s), int(d)) for s, d in zip(self.arrays.src, self.arrays.dst)}
+        reqs = []
+        for (s, d) in sorted(used):
+            for h in range(m):
+                key = (s, d, h)
+                sport = self._new_conn(key)
+                ch = self.agents[s]
+                reqs.append((key, sport, ch, ch.request_async(
+                    {"op": "connect", "addr": core_address(d, h), "port": self.cfg.data_port,
+                     "src_addr": core_address(s, h), "sport": sport})))
+        deadline = time.time() + max(10.0, 0.05 * len(reqs))
+        for key, sport, ch, req in reqs:
+            ans = ch.wait(*req, timeout=max(0.0, deadline - time.time()))
+            if not ans or not ans.get("ok"):
+                raise RunAborted(f"could not open connection {key} (source port {sport}): "
+                                 f"{ans}")
+            self.idle.setdefault(key, []).append(sport)
+        log.info("%d connections opened in %.3f s (%d hosts, %d cores)", len(reqs),
+                 time.perf_counter() - t, n, m)
+        self.decision(event="prewarm", connections=len(reqs),
+                      ms=round((time.perf_counter() - t) * 1e3, 1))
 
     def _handle_setup(self, ev) -> None:
         kind, _, data = ev
@@ -383,9 +430,11 @@ class EmulationRun:
                 completed += self._flow_done(f, t_done)
                 reapply = True
             elif kind == "flow_started":
-                f, t = data
+                f, t, t_cmd = data
                 if np.isnan(self.started_at[f]):
                     self.started_at[f] = t
+                    self.decision(event="flow_started", flow=f, tw_started=self.now_w(t),
+                                  t_cmd=t_cmd, t_conn=t)
             elif kind == "horizon":
                 if data == self.plan_seq:
                     replan = replan or "horizon"
@@ -435,7 +484,8 @@ class EmulationRun:
         self.flow_done[f] = True
         self.rx[f] = a.size[f]
         self.flow_completion[f] = tw
-        self.switches.remove_flow(int(self.pinned[f]), f)
+        sport = int(self.sport[f])
+        self.idle.setdefault(self.conn_key[sport], []).append(sport)
         self.decision(event="flow_done", flow=f, tw_done=tw)
         k = a.coflow[f]
         self.left[k] -= 1
@@ -546,8 +596,6 @@ class EmulationRun:
     def _apply(self, plan: Plan, t_recv: float, why: str, snapshot_done: bool = False) -> None:
         """Enforce ``plan`` on the current eligible flows (see the module docstring)."""
         a = self.arrays
-        if not snapshot_done:
-            self.snapshot()
         self.applies += 1
         elig = np.flatnonzero(self.ready[a.coflow] & ~self.flow_done)
         order = elig[np.lexsort((elig, plan.rank[elig]))]
@@ -586,7 +634,11 @@ class EmulationRun:
                     self.status[f] = RUNNING
                     self.cls[f] = c
                     self.pace[f] = pace
-                    self.switches.install_flow(h, f, self._rule(f, h, c))
+                    key = (int(a.src[f]), int(a.dst[f]), h)
+                    pool = self.idle.get(key)
+                    self.sport[f] = pool.pop() if pool else self._new_conn(key)
+                    self.switches.install_flow(h, int(self.sport[f]), self._rule(f, h, c),
+                                               modify=True)
                     touched.add(h)
                     launches.append(f)
                     self.seg_t[f], self.seg_rx[f] = t_now, 0.0
@@ -601,7 +653,8 @@ class EmulationRun:
                 if c != self.cls[f]:
                     self.cls[f] = c
                     h = int(self.pinned[f])
-                    self.switches.install_flow(h, f, self._rule(f, h, c), modify=True)
+                    self.switches.install_flow(h, int(self.sport[f]), self._rule(f, h, c),
+                                               modify=True)
                     touched.add(h)
                     changed["tos"] = tos_of(c)
                     log_cls.append((f, c))
@@ -614,10 +667,19 @@ class EmulationRun:
                          "paused": False, "pace_bps": None if np.isnan(self.pace[f])
                          else float(self.pace[f])})
             elif st == RUNNING:
+                # what the paused flow still has in its socket buffer drains in the
+                # lowest class, on capacity the running flows leave over
                 self.status[f] = PAUSED
                 log_pause.append(f)
+                lowest = N_DATA_CLASSES - 1
+                if self.cls[f] != lowest:
+                    self.cls[f] = lowest
+                    h = int(self.pinned[f])
+                    self.switches.install_flow(h, int(self.sport[f]), self._rule(f, h, lowest),
+                                               modify=True)
+                    touched.add(h)
                 updates.setdefault(int(a.src[f]), []).append(
-                    {"flow": f, "tos": tos_of(int(self.cls[f])), "paused": True,
+                    {"flow": f, "tos": tos_of(lowest), "paused": True,
                      "pace_bps": None if np.isnan(self.pace[f]) else float(self.pace[f])})
         # OpenFlow first (the rules exist before the first packet), then the agents.
         if touched:
@@ -634,6 +696,8 @@ class EmulationRun:
         for host, items in updates.items():
             self.agents[host].send({"op": "update", "id": 0, "flows": items})
         self.stats["event_to_signal_ms"].append((time.time() - t_recv) * 1e3)
+        if not snapshot_done and (log_pause or log_resume or log_cls):
+            self.snapshot()  # segment boundaries of the flows whose rate changed
         self.decision(event="apply", why=why, seq=self.plan_seq, launch=log_launch,
                       pause=log_pause, resume=log_resume, reclass=log_cls,
                       running=int((self.status == RUNNING).sum()),
@@ -641,10 +705,13 @@ class EmulationRun:
 
     def _rule(self, f: int, core: int, cls: int) -> dict:
         a = self.arrays
-        return {"ipv4_src": core_address(int(a.src[f]), core),
-                "ipv4_dst": core_address(int(a.dst[f]), core),
-                "tcp_src": int(self.sport[f]), "tcp_dst": self.cfg.data_port,
-                "dscp": dscp_of(cls), "out_port": switch_port(int(a.dst[f]))}
+        return self._conn_rule((int(a.src[f]), int(a.dst[f]), core), int(self.sport[f]), cls)
+
+    def _conn_rule(self, key: tuple[int, int, int], sport: int, cls: int) -> dict:
+        s, d, h = key
+        return {"ipv4_src": core_address(s, h), "ipv4_dst": core_address(d, h),
+                "tcp_src": sport, "tcp_dst": self.cfg.data_port,
+                "dscp": dscp_of(cls), "out_port": switch_port(d)}
 
     def _byte_limit_hit(self) -> bool:
         p = self.plan

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import signal
 import socket
 import struct
@@ -41,20 +42,31 @@ from controller.api import CONTROLLER_OPS, ApiError, Channel, parse, validate
 HEADER = struct.Struct("!4sIQ")
 MAGIC = b"CFE1"
 CHUNK = 16384
-SNDBUF = 65536
+SNDBUF = 0
+"""Requested send buffer (0: the kernel's autotuning); TCP_NOTSENT_LOWAT bounds unsent data."""
+NOTSENT_LOWAT = 8192
+TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
 SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)
+RCV_CHUNK = 65536
+TCP_INFO_LEN = 232
+TCPI_BYTES_RECEIVED = 128
+"""Offset of ``tcpi_bytes_received`` (u64) in Linux's ``struct tcp_info``."""
 
 
 class Agent:
-    def __init__(self, api_path: str, host: int, sndbuf: int = SNDBUF):
+    def __init__(self, api_path: str, host: int, sndbuf: int = SNDBUF, window: int = 0):
         self.host = host
         self.sndbuf = sndbuf
+        self.window = window
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(api_path)
         self.ch = Channel(s, name=f"agent{host}")
         self.rx: dict[int, int] = {}
         self.rx_lock = threading.Lock()
-        self.senders: dict[int, "Sender"] = {}
+        # flow -> (socket, stream offset of its first payload byte, size), while arriving
+        self.rx_live: dict[int, tuple[socket.socket, int, int]] = {}
+        self.conns: dict[int, "Connection"] = {}   # by source port
+        self.flows: dict[int, "Job"] = {}
         self.data_port = None
         self.stopping = threading.Event()
 
@@ -64,6 +76,12 @@ class Agent:
         self.data_port = data_port
         self.server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if self.window:
+            # inherited by accepted connections: the advertised window stays near this, so
+            # a queue never holds more than a few milliseconds of one flow's packets and a
+            # higher-priority flow does not wait long behind them. (A small receive buffer
+            # does this; TCP_WINDOW_CLAMP on the listener does not.)
+            self.server.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.window)
         self.server.bind(("0.0.0.0", data_port))
         self.server.listen(1024)
         threading.Thread(target=self._accept, daemon=True, name="accept").start()
@@ -98,29 +116,42 @@ class Agent:
             if self.stopping.is_set():
                 break
         self.stopping.set()
+        for c in list(self.conns.values()):
+            c.jobs.put(None)
 
     def _command(self, msg: dict) -> None:
         op = msg["op"]
-        if op == "start":
+        if op == "connect":
+            self._conn(msg).jobs.put(("connect", msg["id"]))
+        elif op == "start":
             f = msg["flow"]
-            if f in self.senders:
+            if f in self.flows:
                 raise ApiError(f"start: flow {f} already started")
-            s = Sender(self, msg)
-            self.senders[f] = s
-            s.start()
+            job = Job(msg)
+            self.flows[f] = job
+            self._conn(msg).jobs.put(("send", job))
         elif op == "update":
             for item in msg["flows"]:
                 if not isinstance(item, dict) or not isinstance(item.get("flow"), int):
                     raise ApiError(f"update: bad item {item!r}")
-                s = self.senders.get(item["flow"])
-                if s is not None:
-                    s.update(item)
+                job = self.flows.get(item["flow"])
+                if job is not None:
+                    job.update(item)
         elif op == "counters":
-            with self.rx_lock:
-                rx = {str(f): n for f, n in self.rx.items()}
-            self.ch.answer(msg["id"], rx=rx, t=time.time())
+            self.ch.answer(msg["id"], rx=self.counters(), t=time.time())
         elif op == "stop":
             self.stopping.set()
+
+    def _conn(self, msg: dict) -> "Connection":
+        c = self.conns.get(msg["sport"])
+        if c is None:
+            c = Connection(self, msg["src_addr"], msg["sport"], msg["addr"], msg["port"])
+            self.conns[msg["sport"]] = c
+            c.start()
+        elif (c.addr, c.src_addr) != (msg["addr"], msg["src_addr"]):
+            raise ApiError(f"{msg['op']}: source port {msg['sport']} is a connection to "
+                           f"{c.addr}, not {msg['addr']}")
+        return c
 
     def report_error(self, flow, error: str) -> None:
         self.ch.send({"op": "agent_error", "id": 0, "flow": flow, "error": error[:500]})
@@ -135,123 +166,188 @@ class Agent:
             threading.Thread(target=self._receive, args=(conn,), daemon=True).start()
 
     def _receive(self, conn: socket.socket) -> None:
+        """One connection: flows one after another, each a header and its bytes."""
+        # SO_RCVLOWAT above half the receive buffer would grow the buffer (and window)
+        chunk = RCV_CHUNK if not self.window else max(1448, min(RCV_CHUNK, self.window // 4))
+        buf = bytearray(chunk)
+        view = memoryview(buf)
+        offset = 0  # bytes of the stream consumed so far
+        flow = None
         try:
-            head = _recv_exact(conn, HEADER.size)
-            if head is None:
-                return
-            magic, flow, size = HEADER.unpack(head)
-            if magic != MAGIC:
-                return
-            got = 0
-            buf = bytearray(1 << 17)
-            view = memoryview(buf)
-            with self.rx_lock:
-                self.rx[flow] = 0
-            while got < size:
-                n = conn.recv_into(view, min(len(buf), size - got))
-                if n == 0:
-                    break
-                got += n
+            while not self.stopping.is_set():
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
+                head = _recv_exact(conn, HEADER.size)
+                if head is None:
+                    return
+                magic, flow, size = HEADER.unpack(head)
+                if magic != MAGIC:
+                    self.report_error(None, f"bad stream header {head!r}")
+                    return
+                offset += HEADER.size
+                got = 0
+                with self.rx_lock:
+                    self.rx[flow] = 0
+                    self.rx_live[flow] = (conn, offset, size)
+                while got < size:
+                    # wake up once per chunk, not once per packet: the counters come from
+                    # the kernel (TCP_INFO) anyway
+                    want = min(len(buf), size - got)
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, want)
+                    n = conn.recv_into(view, want)
+                    if n == 0:
+                        break
+                    got += n
+                t = time.time()
+                offset += got
                 with self.rx_lock:
                     self.rx[flow] = got
-            t = time.time()
-            if got == size:
+                    self.rx_live.pop(flow, None)
+                if got < size:
+                    self.report_error(flow, f"connection closed after {got} of {size} bytes")
+                    return
                 self.ch.send({"op": "flow_done", "id": 0, "flow": flow, "t": t, "bytes": got})
-            else:
-                self.report_error(flow, f"connection closed after {got} of {size} bytes")
         except OSError as e:
-            self.report_error(None, f"receive failed: {e}")
+            if not self.stopping.is_set():
+                self.report_error(flow, f"receive failed: {e}")
         finally:
             conn.close()
 
+    def counters(self) -> dict[str, int]:
+        """Bytes received per flow: exact, from the kernel, for flows still arriving."""
+        with self.rx_lock:
+            out = {str(f): n for f, n in self.rx.items()}
+            live = list(self.rx_live.items())
+        for f, (conn, offset, size) in live:
+            try:
+                info = conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_LEN)
+                got = struct.unpack_from("Q", info, TCPI_BYTES_RECEIVED)[0] - offset
+                out[str(f)] = max(0, min(int(got), size))
+            except OSError:
+                pass
+        return out
 
-class Sender(threading.Thread):
-    """Sends one flow; pausable, re-markable, paceable while it runs."""
 
-    def __init__(self, agent: Agent, msg: dict):
-        super().__init__(daemon=True, name=f"flow{msg['flow']}")
-        self.agent = agent
+class Job:
+    """One flow to send: pausable, re-markable and paceable while it runs."""
+
+    def __init__(self, msg: dict):
         self.msg = msg
         self.flow = msg["flow"]
+        self.size = msg["bytes"]
+        self.t_cmd = time.time()
         self.go = threading.Event()
         if not msg["paused"]:
             self.go.set()
-        self.sock: socket.socket | None = None
         self.tos = msg["tos"]
         self.pace = msg.get("pace_bps")
-        self.paced = False
-        self.lock = threading.Lock()
+        self.conn: "Connection | None" = None
 
     def update(self, item: dict) -> None:
-        with self.lock:
-            if "tos" in item and isinstance(item["tos"], int):
-                self.tos = item["tos"]
-            if "pace_bps" in item:
-                self.pace = item["pace_bps"]
-            if self.sock is not None:
-                self._apply_opts(self.sock)
+        if isinstance(item.get("tos"), int):
+            self.tos = item["tos"]
+        if "pace_bps" in item:
+            self.pace = item["pace_bps"]
+        if self.conn is not None:
+            self.conn.apply(self)
         if item.get("paused"):
             self.go.clear()
         else:
             self.go.set()
 
-    def _apply_opts(self, s: socket.socket) -> None:
-        s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, int(self.tos))
-        if self.pace is None and not self.paced:
-            return
-        # bytes/s as an unsigned 32-bit value; ~0 means "no pacing"
-        pace = 0xFFFFFFFF if self.pace is None else max(int(self.pace / 8), 1000)
-        s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE,
-                     struct.pack("I", min(pace, 0xFFFFFFFF)))
-        self.paced = self.pace is not None
+
+class Connection(threading.Thread):
+    """A persistent TCP connection from ``src_addr:sport`` to ``addr:port``.
+
+    The controller reuses an idle connection for the next flow between the same hosts on
+    the same core (it has the switch rule for its 4-tuple already), so a flow starts
+    without a handshake and without slow start: its first bytes leave as soon as the
+    ``start`` arrives. Flows on one connection are sent one after another.
+    """
+
+    def __init__(self, agent: Agent, src_addr: str, sport: int, addr: str, port: int):
+        super().__init__(daemon=True, name=f"conn{sport}")
+        self.agent = agent
+        self.src_addr, self.sport, self.addr, self.port = src_addr, sport, addr, port
+        self.jobs: queue.Queue = queue.Queue()
+        self.sock: socket.socket | None = None
+        self.lock = threading.Lock()
+        self.paced = False
+
+    def apply(self, job: Job) -> None:
+        with self.lock:
+            s = self.sock
+            if s is None:
+                return
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, int(job.tos))
+            if job.pace is None and not self.paced:
+                return
+            # bytes/s as an unsigned 32-bit value; ~0 means "no pacing"
+            pace = 0xFFFFFFFF if job.pace is None else max(int(job.pace / 8), 1000)
+            s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE,
+                         struct.pack("I", min(pace, 0xFFFFFFFF)))
+            self.paced = job.pace is not None
+
+    def _connect(self) -> None:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if self.agent.sndbuf:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.agent.sndbuf)
+        # unsent bytes in the socket stay few: a pause takes effect at once
+        s.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, NOTSENT_LOWAT)
+        s.bind((self.src_addr, self.sport))
+        for attempt in range(50):
+            try:
+                s.connect((self.addr, self.port))
+                break
+            except OSError:
+                if attempt == 49:
+                    s.close()
+                    raise
+                time.sleep(0.05)
+        with self.lock:
+            self.sock = s
 
     def run(self) -> None:
-        m = self.msg
-        size = m["bytes"]
-        s = None
+        zeros = memoryview(bytes(CHUNK))
+        job = None
         try:
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.agent.sndbuf)
-            with self.lock:
-                self._apply_opts(s)
-            s.bind((m["src_addr"], m["sport"]))
-            for attempt in range(50):
-                try:
-                    s.connect((m["addr"], m["port"]))
-                    break
-                except (ConnectionRefusedError, TimeoutError, OSError):
-                    if attempt == 49:
-                        raise
-                    time.sleep(0.05)
-            with self.lock:
-                self.sock = s
-                self._apply_opts(s)
-            self.agent.ch.send({"op": "flow_started", "id": 0, "flow": self.flow,
-                                "t": time.time()})
-            s.sendall(HEADER.pack(MAGIC, self.flow, size))
-            zeros = memoryview(bytes(CHUNK))
-            left = size
-            while left > 0:
-                if not self.go.is_set():
-                    self.go.wait()
-                if self.agent.stopping.is_set():
+            while True:
+                item = self.jobs.get()
+                if item is None or self.agent.stopping.is_set():
                     return
-                n = s.send(zeros[:min(CHUNK, left)])
-                left -= n
-            s.shutdown(socket.SHUT_WR)
-            # keep the socket until the receiver closes (it has counted every byte)
-            s.settimeout(600)
-            while s.recv(4096):
-                pass
+                kind, job = item
+                if self.sock is None:
+                    self._connect()
+                if kind == "connect":
+                    self.agent.ch.answer(job, ok=True)
+                    job = None
+                    continue
+                job.conn = self
+                self.apply(job)
+                s = self.sock
+                self.agent.ch.send({"op": "flow_started", "id": 0, "flow": job.flow,
+                                    "t": time.time(), "t_cmd": job.t_cmd})
+                s.sendall(HEADER.pack(MAGIC, job.flow, job.size))
+                left = job.size
+                while left > 0:
+                    if not job.go.is_set():
+                        job.go.wait()
+                    if self.agent.stopping.is_set():
+                        return
+                    left -= s.send(zeros[:min(CHUNK, left)])
+                job.conn = None
+                self.agent.flows.pop(job.flow, None)
+                job = None
         except Exception as e:  # noqa: BLE001 - any failure must reach the controller
             if not self.agent.stopping.is_set():
-                self.agent.report_error(self.flow, f"send failed: {type(e).__name__}: {e}")
+                flow = job.flow if isinstance(job, Job) else None
+                self.agent.report_error(flow, f"connection {self.src_addr}:{self.sport} -> "
+                                        f"{self.addr}: {type(e).__name__}: {e}")
         finally:
             with self.lock:
-                self.sock = None
-            if s is not None:
-                s.close()
+                if self.sock is not None:
+                    self.sock.close()
+                    self.sock = None
 
 
 def _recv_exact(conn: socket.socket, n: int) -> bytes | None:
@@ -277,11 +373,19 @@ def main(argv=None) -> int:
     p.add_argument("--api", required=True, help="the controller's API socket")
     p.add_argument("--host", type=int, required=True, help="host index (0-based)")
     p.add_argument("--port", type=int, default=5001, help="TCP port for flows")
+    p.add_argument("--nice", type=int, default=0,
+                   help="scheduling niceness (negative: served before other work)")
     p.add_argument("--sndbuf", type=int, default=SNDBUF, help="socket send buffer, bytes")
+    p.add_argument("--window", type=int, default=0,
+                   help="receive window clamp, bytes (0: none): bounds bytes in flight")
     args = p.parse_args(argv)
     _die_with_parent()
     signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
-    agent = Agent(args.api, args.host, args.sndbuf)
+    if args.nice:
+        os.setpriority(os.PRIO_PROCESS, 0, args.nice)
+    # many I/O threads share one GIL: hand it over quickly so control messages wait less
+    sys.setswitchinterval(0.0005)
+    agent = Agent(args.api, args.host, args.sndbuf, args.window)
     code = agent.run(args.port)
     os._exit(code)
 

@@ -40,59 +40,89 @@ import numpy as np
 from controller.model import Workload
 from controller.plan import Plan, PlanError, State
 from controller.policies.base import Policy
+from emulate.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_DONE,
+                              EPS_BYTES, SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
+                              STUCK as _STUCK, emit, port_lists, run_matching)
 from emulate.records import RunResult, Segments
 
-#: bytes below which a flow counts as finished (absorbs floating-point residue)
-EPS_BYTES = 1e-6
-
-# reasons the compiled loop returns
-_STOP_TIME, _COFLOW_DONE, _BYTE_LIMIT, _SEG_FULL, _STUCK = 0, 1, 2, 3, 4
 
 
 @numba.njit(cache=True)
-def _allocate_priority(order, src, dst, core, cap, done, core_cap, backfill, rate,
-                       res_in, res_out):
+def _priority_rates(order, head, src, dst, core, cap, done, core_cap, backfill, has_cap,
+                    newr, res_in, res_out, tot_in, tot_out, nz, pass_in, pass_out,
+                    closed_in, closed_out):
+    """Work-conserving strict priority in ``order``; returns the last position scanned.
+
+    Without caps every flow gets all or nothing, so once every input port (or every
+    output port) that still has flows is saturated or has no flow left further down the
+    order, the rest of the order gets nothing and the scan stops early.
+    """
+    res_in[:, :] = 0.0
+    res_out[:, :] = 0.0
     for h in range(res_in.shape[0]):
         res_in[h, :] = core_cap[h]
         res_out[h, :] = core_cap[h]
-    for n in range(order.shape[0]):
+    pass_in[:, :] = 0
+    pass_out[:, :] = 0
+    closed_in[:, :] = False
+    closed_out[:, :] = False
+    n_ci = 0
+    n_co = 0
+    end = order.shape[0] - 1
+    for n in range(head, order.shape[0]):
         f = order[n]
+        newr[n] = 0.0
         if done[f]:
-            rate[f] = 0.0
             continue
         h = core[f]
-        r = min(cap[f], res_in[h, src[f]], res_out[h, dst[f]])
-        if r < 0.0:
-            r = 0.0
-        rate[f] = r
-        res_in[h, src[f]] -= r
-        res_out[h, dst[f]] -= r
-    if backfill:
-        for n in range(order.shape[0]):
+        i = src[f]
+        j = dst[f]
+        r = min(cap[f], res_in[h, i], res_out[h, j])
+        if r > 0.0:
+            newr[n] = r
+            res_in[h, i] -= r
+            res_out[h, j] -= r
+        if not has_cap:
+            pass_in[h, i] += 1
+            pass_out[h, j] += 1
+            tiny = 1e-9 * core_cap[h]
+            if not closed_in[h, i] and (res_in[h, i] <= tiny or pass_in[h, i] >= tot_in[h, i]):
+                closed_in[h, i] = True
+                n_ci += 1
+            if not closed_out[h, j] and (res_out[h, j] <= tiny
+                                         or pass_out[h, j] >= tot_out[h, j]):
+                closed_out[h, j] = True
+                n_co += 1
+            if n_ci >= nz[0] or n_co >= nz[1]:
+                end = n
+                break
+    if has_cap and backfill:
+        for n in range(head, end + 1):
             f = order[n]
             if done[f]:
                 continue
             h = core[f]
             r = min(res_in[h, src[f]], res_out[h, dst[f]])
             if r > 0.0:
-                rate[f] += r
+                newr[n] += r
                 res_in[h, src[f]] -= r
                 res_out[h, dst[f]] -= r
+    return end
 
 
 @numba.njit(cache=True)
-def _allocate_fair(order, src, dst, core, cap, done, core_cap, rate, res_in, res_out,
-                   cnt_in, cnt_out, frozen):
+def _fair_rates(order, head, src, dst, core, cap, done, core_cap, newr, res_in, res_out,
+                cnt_in, cnt_out, frozen):
     """Max-min fair rates (progressive filling), each flow at most its cap."""
     for h in range(res_in.shape[0]):
         res_in[h, :] = core_cap[h]
         res_out[h, :] = core_cap[h]
-        cnt_in[h, :] = 0
-        cnt_out[h, :] = 0
+    cnt_in[:, :] = 0
+    cnt_out[:, :] = 0
     live = 0
-    for n in range(order.shape[0]):
+    for n in range(head, order.shape[0]):
         f = order[n]
-        rate[f] = 0.0
+        newr[n] = 0.0
         if done[f] or cap[f] <= 0.0:
             frozen[n] = True
             continue
@@ -102,88 +132,111 @@ def _allocate_fair(order, src, dst, core, cap, done, core_cap, rate, res_in, res
         live += 1
     while live > 0:
         inc = np.inf
-        for n in range(order.shape[0]):
+        for n in range(head, order.shape[0]):
             if frozen[n]:
                 continue
             f = order[n]
             h = core[f]
-            a = res_in[h, src[f]] / cnt_in[h, src[f]]
-            b = res_out[h, dst[f]] / cnt_out[h, dst[f]]
-            c = cap[f] - rate[f]
-            m = min(a, b, c)
+            m = min(res_in[h, src[f]] / cnt_in[h, src[f]],
+                    res_out[h, dst[f]] / cnt_out[h, dst[f]], cap[f] - newr[n])
             if m < inc:
                 inc = m
         if inc < 0.0:
             inc = 0.0
-        for n in range(order.shape[0]):
+        for n in range(head, order.shape[0]):
             if not frozen[n]:
                 f = order[n]
-                rate[f] += inc
+                newr[n] += inc
                 res_in[core[f], src[f]] -= inc
                 res_out[core[f], dst[f]] -= inc
-        for n in range(order.shape[0]):
+        for n in range(head, order.shape[0]):
             if frozen[n]:
                 continue
             f = order[n]
             h = core[f]
             tol = 1e-12 * core_cap[h]
             if (res_in[h, src[f]] <= tol or res_out[h, dst[f]] <= tol
-                    or rate[f] >= cap[f] - 1e-12 * (cap[f] if cap[f] < np.inf else 1.0)):
+                    or newr[n] >= cap[f] - tol):
                 frozen[n] = True
                 live -= 1
                 cnt_in[h, src[f]] -= 1
                 cnt_out[h, dst[f]] -= 1
+    return order.shape[0] - 1
 
 
 @numba.njit(cache=True)
-def _run(t, stop_time, order, src, dst, coflow, size, core, cap, fair, backfill, core_cap,
-         rem, rate, done, pinned, flow_completion, left, sent, byte_limit,
-         coflow_completion, record, seg_start, seg_flow, seg_core, seg_t0, seg_t1, seg_rate,
-         n_seg, res_in, res_out, cnt_in, cnt_out, frozen, old, has_limit, ctot):
+def _run(t, stop_time, order, pos, src, dst, coflow, size, core, cap, fair, backfill,
+         has_cap, core_cap, rem, rate, done, pinned, flow_completion, left, sent, byte_limit,
+         has_limit, coflow_completion, record, seg_start, seg_flow, seg_core, seg_t0,
+         seg_t1, seg_rate, n_seg, tot_in, tot_out, nz, running, n_running, head_ref):
     """Advance the fabric from ``t`` until a coflow completes, a byte limit is crossed,
-    or ``stop_time``. Returns (t, reason, n_seg, inner_events)."""
+    or ``stop_time``. Returns (t, reason, n_seg, n_running, inner_events)."""
+    cores, ports = tot_in.shape
+    res_in = np.empty((cores, ports))
+    res_out = np.empty((cores, ports))
+    a_in = np.empty((cores, ports), dtype=np.int64)
+    a_out = np.empty((cores, ports), dtype=np.int64)
+    c_in = np.empty((cores, ports), dtype=np.bool_)
+    c_out = np.empty((cores, ports), dtype=np.bool_)
+    newr = np.zeros(order.shape[0])
+    frozen = np.zeros(order.shape[0], dtype=np.bool_)
+    ctot = np.zeros(byte_limit.shape[0])
+    nxt = np.empty(order.shape[0], dtype=np.int64)
     events = 0
     seg_cap = seg_flow.shape[0]
+    head = head_ref[0]
     while True:
-        if record and n_seg + order.shape[0] > seg_cap:
-            return t, _SEG_FULL, n_seg, events
-        for n in range(order.shape[0]):
-            old[n] = rate[order[n]]
+        while head < order.shape[0] and done[order[head]]:
+            head += 1
+        head_ref[0] = head
+        if record and n_seg + 2 * (order.shape[0] - head) + 1 > seg_cap:
+            return t, _SEG_FULL, n_seg, n_running, events
         if fair:
-            _allocate_fair(order, src, dst, core, cap, done, core_cap, rate, res_in,
-                           res_out, cnt_in, cnt_out, frozen)
+            end = _fair_rates(order, head, src, dst, core, cap, done, core_cap, newr,
+                              res_in, res_out, a_in, a_out, frozen)
         else:
-            _allocate_priority(order, src, dst, core, cap, done, core_cap, backfill, rate,
-                               res_in, res_out)
-        for n in range(order.shape[0]):
-            f = order[n]
-            if rate[f] != old[n]:
-                if record and old[n] > 0.0:
-                    seg_flow[n_seg] = f
-                    seg_core[n_seg] = core[f]
-                    seg_t0[n_seg] = seg_start[f]
-                    seg_t1[n_seg] = t
-                    seg_rate[n_seg] = old[n]
-                    n_seg += 1
+            end = _priority_rates(order, head, src, dst, core, cap, done, core_cap,
+                                  backfill, has_cap, newr, res_in, res_out, tot_in, tot_out,
+                                  nz, a_in, a_out, c_in, c_out)
+        # flows running before but beyond the scan stop
+        for m in range(n_running):
+            f = running[m]
+            if pos[f] > end and rate[f] > 0.0:
+                n_seg = emit(record, f, core[f], seg_start[f], t, rate[f], seg_flow,
+                              seg_core, seg_t0, seg_t1, seg_rate, n_seg)
+                rate[f] = 0.0
                 seg_start[f] = t
-            if rate[f] > 0.0 and pinned[f] < 0:
-                pinned[f] = core[f]
+        k_run = 0
+        for n in range(head, end + 1):
+            f = order[n]
+            r = newr[n]
+            if r != rate[f]:
+                if rate[f] > 0.0:
+                    n_seg = emit(record, f, core[f], seg_start[f], t, rate[f], seg_flow,
+                                  seg_core, seg_t0, seg_t1, seg_rate, n_seg)
+                seg_start[f] = t
+                rate[f] = r
+            if r > 0.0:
+                nxt[k_run] = f
+                k_run += 1
+                if pinned[f] < 0:
+                    pinned[f] = core[f]
+        n_running = k_run
+        running[:n_running] = nxt[:n_running]
         # next event
         dt = stop_time - t
-        for n in range(order.shape[0]):
-            f = order[n]
-            if rate[f] > 0.0:
-                d = rem[f] / rate[f]
-                if d < dt:
-                    dt = d
-        # coflow byte thresholds: the aggregate rate of each coflow with a limit
+        for m in range(n_running):
+            f = running[m]
+            d = rem[f] / rate[f]
+            if d < dt:
+                dt = d
         if has_limit:
-            for n in range(order.shape[0]):
-                f = order[n]
+            for m in range(n_running):
+                f = running[m]
                 if byte_limit[coflow[f]] < np.inf:
                     ctot[coflow[f]] += rate[f]
-            for n in range(order.shape[0]):
-                k = coflow[order[n]]
+            for m in range(n_running):
+                k = coflow[running[m]]
                 if ctot[k] > 0.0:
                     d = (byte_limit[k] - sent[k]) / ctot[k]
                     if d < 0.0:
@@ -192,50 +245,51 @@ def _run(t, stop_time, order, src, dst, coflow, size, core, cap, fair, backfill,
                         dt = d
                     ctot[k] = 0.0
         if dt == np.inf:
-            return t, _STUCK, n_seg, events
+            return t, _STUCK, n_seg, n_running, events
         events += 1
         t_new = stop_time if dt >= stop_time - t else t + dt
         coflow_done = False
         limit_hit = False
-        for n in range(order.shape[0]):
-            f = order[n]
+        for m in range(n_running):
+            f = running[m]
             r = rate[f]
-            if r > 0.0:
-                moved = r * dt
-                if moved > rem[f]:
-                    moved = rem[f]
-                rem[f] -= moved
-                k = coflow[f]
-                sent[k] += moved
-                if rem[f] <= EPS_BYTES + 1e-12 * size[f]:
-                    sent[k] += rem[f]
-                    rem[f] = 0.0
-                    done[f] = True
-                    flow_completion[f] = t_new
-                    if record:
-                        seg_flow[n_seg] = f
-                        seg_core[n_seg] = core[f]
-                        seg_t0[n_seg] = seg_start[f]
-                        seg_t1[n_seg] = t_new
-                        seg_rate[n_seg] = r
-                        n_seg += 1
-                    rate[f] = 0.0
-                    left[k] -= 1
-                    if left[k] == 0:
-                        coflow_completion[k] = t_new
-                        coflow_done = True
+            moved = r * dt
+            if moved > rem[f]:
+                moved = rem[f]
+            rem[f] -= moved
+            k = coflow[f]
+            sent[k] += moved
+            if rem[f] <= EPS_BYTES + 1e-12 * size[f]:
+                sent[k] += rem[f]
+                rem[f] = 0.0
+                done[f] = True
+                flow_completion[f] = t_new
+                n_seg = emit(record, f, core[f], seg_start[f], t_new, r, seg_flow,
+                              seg_core, seg_t0, seg_t1, seg_rate, n_seg)
+                rate[f] = 0.0
+                h = core[f]
+                tot_in[h, src[f]] -= 1
+                if tot_in[h, src[f]] == 0:
+                    nz[0] -= 1
+                tot_out[h, dst[f]] -= 1
+                if tot_out[h, dst[f]] == 0:
+                    nz[1] -= 1
+                left[k] -= 1
+                if left[k] == 0:
+                    coflow_completion[k] = t_new
+                    coflow_done = True
         if has_limit:
-            for n in range(order.shape[0]):
-                k = coflow[order[n]]
+            for m in range(n_running):
+                k = coflow[running[m]]
                 if byte_limit[k] < np.inf and sent[k] >= byte_limit[k] * (1 - 1e-12):
                     limit_hit = True
         t = t_new
         if coflow_done:
-            return t, _COFLOW_DONE, n_seg, events
+            return t, _COFLOW_DONE, n_seg, n_running, events
         if limit_hit:
-            return t, _BYTE_LIMIT, n_seg, events
+            return t, _BYTE_LIMIT, n_seg, n_running, events
         if t >= stop_time:
-            return t, _STOP_TIME, n_seg, events
+            return t, _STOP_TIME, n_seg, n_running, events
 
 
 class Simulator:
@@ -245,10 +299,11 @@ class Simulator:
     """
 
     def __init__(self, workload: Workload, policy: Policy, *, segments: bool = False,
-                 progress=None):
+                 progress=None, incremental: bool = True):
         self.workload = workload
         self.policy = policy
         self.record = segments
+        self.incremental = incremental  # False: always rescan (a cross-check of matching)
         self.progress = progress
         a = self.arrays = workload.arrays
         nf, nc = a.n_flows, a.n_coflows
@@ -270,10 +325,6 @@ class Simulator:
         self._seg = [np.zeros(cap, dtype=np.int64), np.zeros(cap, dtype=np.int64),
                      np.zeros(cap), np.zeros(cap), np.zeros(cap)]
         self.n_seg = 0
-        p = a.ports
-        self._scratch = (np.zeros((a.cores, p)), np.zeros((a.cores, p)),
-                         np.zeros((a.cores, p), dtype=np.int64),
-                         np.zeros((a.cores, p), dtype=np.int64))
         self.release_order = np.argsort(a.release, kind="stable")
         self.next_release = 0
         self.t = 0.0
@@ -349,22 +400,16 @@ class Simulator:
             keep = np.zeros(a.n_flows, dtype=np.bool_)
             keep[order] = True
             self._close_segments(~keep & (self.rate > 0))
+            pos = np.full(a.n_flows, -1, dtype=np.int64)
+            pos[order] = np.arange(len(order))
+            has_cap = bool(np.isfinite(cap[order]).any())
+            has_limit = bool(np.isfinite(limit).any())
             before = int(self.cdone.sum())
-            while True:
-                t, reason, self.n_seg, ev = _run(
-                    self.t, stop, order, a.src, a.dst, a.coflow, a.size, core, cap,
-                    plan.sharing == "fair", plan.backfill, self.core_cap, self.rem,
-                    self.rate, self.done, self.pinned, self.flow_completion, self.left,
-                    self.sent, limit, self.coflow_completion, self.record, self.seg_start,
-                    *self._seg, self.n_seg, *self._scratch,
-                    np.zeros(len(order), dtype=np.bool_), np.zeros(len(order)),
-                    bool(np.isfinite(limit).any()), np.zeros(a.n_coflows))
-                self.t = t
-                self.events += ev
-                if reason == _SEG_FULL:
-                    self._seg = [np.concatenate([s, np.zeros_like(s)]) for s in self._seg]
-                    continue
-                break
+            if plan.sharing == "priority" and not has_cap and self.incremental:
+                reason = self._advance_matching(stop, order, pos, core, limit, has_limit)
+            else:
+                reason = self._advance_scan(stop, order, pos, core, cap, plan, has_cap, limit,
+                                            has_limit)
             if reason == _STUCK:
                 stuck = [self.workload.coflows[k].id for k in np.flatnonzero(~self.cdone)][:5]
                 raise PlanError(
@@ -391,6 +436,59 @@ class Simulator:
                          wall_seconds=_time.perf_counter() - wall, events=self.events,
                          extra={"policy_calls": self.policy_calls})
 
+    def _grow_segments(self) -> None:
+        self._seg = [np.concatenate([s, np.zeros_like(s)]) for s in self._seg]
+
+    def _advance_matching(self, stop, order, pos, core, limit, has_limit) -> int:
+        """Priority without caps: the incremental greedy matching (emulate.matching)."""
+        a = self.arrays
+        nport = a.cores * a.ports
+        lists_in = port_lists(order, core * a.ports + a.src, nport)
+        lists_out = port_lists(order, core * a.ports + a.dst, nport)
+        ptr = np.concatenate([lists_in[0], lists_out[0][1:] + len(order)])
+        lflows = np.concatenate([lists_in[1], lists_out[1]])
+        lpos = np.concatenate([lists_in[2], lists_out[2]])
+        owner = np.full(2 * nport, -1, dtype=np.int64)
+        while True:
+            t, reason, self.n_seg, ev = run_matching(
+                self.t, stop, True, order, pos, a.src, a.dst, a.coflow, a.size, core,
+                self.core_cap, self.rem, self.rate, self.done, self.pinned,
+                self.flow_completion, self.left, self.sent, limit, has_limit,
+                self.coflow_completion, self.record, self.seg_start, *self._seg, self.n_seg,
+                ptr, lflows, lpos, owner)
+            self.t = t
+            self.events += ev
+            if reason != _SEG_FULL:
+                return reason
+            self._grow_segments()
+
+    def _advance_scan(self, stop, order, pos, core, cap, plan, has_cap, limit,
+                      has_limit) -> int:
+        """Fair sharing or rate caps: rates recomputed by a scan at every flow completion."""
+        a = self.arrays
+        running = np.flatnonzero(self.rate > 0)
+        n_running = len(running)
+        running = np.concatenate([running, np.zeros(len(order), dtype=np.int64)])
+        tot_in = np.zeros((a.cores, a.ports), dtype=np.int64)
+        tot_out = np.zeros((a.cores, a.ports), dtype=np.int64)
+        np.add.at(tot_in, (core[order], a.src[order]), 1)
+        np.add.at(tot_out, (core[order], a.dst[order]), 1)
+        nz = np.array([np.count_nonzero(tot_in), np.count_nonzero(tot_out)])
+        head = np.zeros(1, dtype=np.int64)
+        while True:
+            t, reason, self.n_seg, n_running, ev = _run(
+                self.t, stop, order, pos, a.src, a.dst, a.coflow, a.size, core, cap,
+                plan.sharing == "fair", plan.backfill, has_cap, self.core_cap, self.rem,
+                self.rate, self.done, self.pinned, self.flow_completion, self.left,
+                self.sent, limit, has_limit, self.coflow_completion, self.record,
+                self.seg_start, *self._seg, self.n_seg, tot_in, tot_out, nz, running,
+                n_running, head)
+            self.t = t
+            self.events += ev
+            if reason != _SEG_FULL:
+                return reason
+            self._grow_segments()
+
     def _close_segments(self, mask: np.ndarray) -> None:
         idx = np.flatnonzero(mask)
         if not idx.size:
@@ -398,7 +496,7 @@ class Simulator:
         if self.record:
             need = self.n_seg + idx.size
             while need > len(self._seg[0]):
-                self._seg = [np.concatenate([s, np.zeros_like(s)]) for s in self._seg]
+                self._grow_segments()
             sl = slice(self.n_seg, need)
             self._seg[0][sl] = idx
             self._seg[1][sl] = self.pinned[idx]
@@ -432,6 +530,6 @@ def simulate(workload: Workload, policy: Policy, *, segments: bool = False,
     if progress:
         from tqdm import tqdm
         with tqdm(total=len(workload.coflows), unit="coflow", desc=policy.name or "sim",
-                  leave=False) as bar:
+                  leave=False, disable=None, delay=2.0) as bar:
             return Simulator(workload, policy, segments=segments, progress=bar).run()
     return Simulator(workload, policy, segments=segments).run()

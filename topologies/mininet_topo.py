@@ -24,6 +24,9 @@ emulation runs. tc runs once per namespace in ``tc -batch`` mode, which is what 
 building a 16 x 4 network to a few seconds (Mininet's ``TCLink`` runs several ``tc``
 processes per interface).
 
+Self traffic (a flow from a host to itself) crosses the switch too, as the fabric model
+says it does (:func:`hairpin_commands`).
+
 Datapath: the kernel datapath when the ``openvswitch`` module is there, OVS's userspace
 datapath (``datapath_type=netdev``) otherwise (:func:`choose_datapath`). Checksum
 offload (and segmentation offload) is turned off on the host interfaces: with the
@@ -196,22 +199,46 @@ def build_network(topo: ParallelTopo, controller_port: int, *, datapath: str | N
 
 
 def configure_hosts(net, topo: ParallelTopo, qdisc) -> None:
-    """Offloads off, IPv6 off, and the rate trees on both ends of every link."""
+    """Offloads off, IPv6 off, hairpin routes, and the rate trees on both link ends."""
     root_lines = []
     for i in range(topo.n_hosts):
         h = net.get(host_name(i))
         lines = []
-        cmds = ["sysctl -qw net.ipv6.conf.all.disable_ipv6=1",
-                "sysctl -qw net.ipv6.conf.default.disable_ipv6=1"]
+        cmds = ["sysctl -qw net.ipv6.conf.all.disable_ipv6=1 "
+                "net.ipv6.conf.default.disable_ipv6=1 net.ipv4.conf.all.accept_local=1 "
+                "net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 "
+                "net.ipv4.tcp_slow_start_after_idle=0",
+                # local delivery after our hairpin rules (see hairpin_commands)
+                "ip rule add pref 1000 lookup local", "ip rule del pref 0 lookup local"]
         for c in range(topo.n_cores):
             intf = host_intf(i, c)
             cmds.append(f"ethtool -K {intf} tx off rx off tso off gso off gro off "
                         f">/dev/null 2>&1")
+            cmds += hairpin_commands(i, c, h.intf(intf).MAC())
             lines += qdisc(intf, topo.rates[c])
             root_lines += qdisc(switch_intf(i, c), topo.rates[c])
         _tc_batch(lines, run=lambda path, h=h: h.cmd(f"tc -force -batch {path}; echo rc=$?"))
-        h.cmd("; ".join(cmds))
+        out = h.cmd("; ".join(cmds) + "; ip rule | grep -c 'lookup 1'")
+        if out.strip().splitlines()[-1:] != [str(topo.n_cores)]:
+            raise RuntimeError(f"configuring {h.name} failed: {out.strip()}")
     _tc_batch(root_lines, run=lambda path: _root_tc(path))
+
+
+def hairpin_commands(host: int, core: int, mac: str) -> list[str]:
+    """Make traffic from a host to its own address on ``core`` cross that core's switch.
+
+    The fabric model charges a flow from server ``i`` to itself to ``i``'s uplink and
+    downlink, like any other. Linux would deliver it over ``lo``; instead, locally
+    generated packets to the host's own core address are routed out of the core's
+    interface (policy rule before the local table, a static neighbour entry for the own
+    MAC), the switch sends them back through the input port (``OFPP_IN_PORT``), and
+    ``accept_local`` lets the host take packets with its own source address.
+    """
+    intf, addr, table = host_intf(host, core), core_address(host, core), 100 + core
+    return [f"sysctl -qw net.ipv4.conf.{intf}.accept_local=1 net.ipv4.conf.{intf}.rp_filter=0",
+            f"ip rule add pref 500 iif lo to {addr} lookup {table}",
+            f"ip route add {addr}/32 dev {intf} table {table}",
+            f"ip neigh replace {addr} lladdr {mac} dev {intf} nud permanent"]
 
 
 def _root_tc(path: str) -> str:

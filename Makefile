@@ -1,0 +1,38 @@
+# coflowemu: the two commands of the README.
+#   make demo  - set up .venv and run the main job on the simulator (no root, no network)
+#   make test  - set up everything (Debian packages for the emulation included) and run
+#                the whole test suite
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test setup system demo-emulation benchmarks clean
+
+$(STAMP): setup.py
+	@$(PY) -m venv --help >/dev/null 2>&1 || { echo "python3 venv missing: run 'apt-get install -y python3-venv' as root"; exit 2; }
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test,emulation]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup
+	$(BIN)/coflowemu demo
+
+system:
+	bash scripts/setup-system.sh
+
+test: setup system
+	$(BIN)/python -m pytest -q tests
+
+demo-emulation: setup system
+	$(BIN)/coflowemu demo-emulation
+
+benchmarks: setup
+	for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	-$(BIN)/coflowemu clean
+	rm -rf results

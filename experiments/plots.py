@@ -1,0 +1,90 @@
+"""Plots: CCT distributions of a comparison, per-core timelines (Gantt) of a run.
+
+Both write image files (PNG, or anything matplotlib infers from the suffix) with the
+non-interactive Agg backend, atomically (a temporary file renamed into place).
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def _save(fig, path: str) -> None:
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    suffix = os.path.splitext(path)[1] or ".png"
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=suffix)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=120, bbox_inches="tight")
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def cct_cdf(comparison, path: str, title: str | None = None) -> None:
+    """CDF of coflow completion times, one line per policy (log x axis)."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for run in comparison.runs:
+        cct = np.sort(run.cct)
+        cct = np.maximum(cct, 1e-9)
+        ax.step(cct, np.arange(1, len(cct) + 1) / len(cct), where="post",
+                label=f"{run.policy} (mean {np.mean(run.cct):.3g} s)")
+    ax.set_xscale("log")
+    ax.set_xlabel("coflow completion time (s)")
+    ax.set_ylabel("fraction of coflows")
+    ax.set_title(title or f"CCT CDF: {comparison.workload.name}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    _save(fig, path)
+
+
+def read_segments(path: str) -> list[dict]:
+    """The JSON-lines segments file of ``coflowemu run --segments``."""
+    out = []
+    with open(path) as fh:
+        for n, line in enumerate(fh, start=1):
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{path}:{n}: not a JSON line ({e.msg})") from None
+    return out
+
+
+def gantt(segments: list[dict], path: str, *, by: str = "src", title: str | None = None,
+          max_coflows_in_legend: int = 20) -> None:
+    """Per-core, per-port timeline: one row per (core, port), bars coloured by coflow."""
+    if not segments:
+        raise ValueError("no segments to draw")
+    cores = sorted({s["core"] for s in segments})
+    ports = sorted({s[by] for s in segments})
+    coflows = list(dict.fromkeys(s["coflow"] for s in segments))
+    cmap = plt.get_cmap("tab20")
+    color = {c: cmap(i % 20) for i, c in enumerate(coflows)}
+    rows = {(h, p): i for i, (h, p) in enumerate((h, p) for h in cores for p in ports)}
+    fig, ax = plt.subplots(figsize=(10, max(2.5, 0.3 * len(rows) + 1)))
+    peak = max(s["rate_bps"] for s in segments)
+    for s in segments:
+        y = rows[(s["core"], s[by])]
+        ax.barh(y, s["end"] - s["start"], left=s["start"], height=0.8 * s["rate_bps"] / peak,
+                color=color[s["coflow"]], edgecolor="none")
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([f"core {h} {'in' if by == 'src' else 'out'} {p}" for h, p in rows],
+                       fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("time (s)")
+    ax.set_title(title or "flows per core and port (bar height = rate)")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=color[c]) for c in coflows[:max_coflows_in_legend]]
+    ax.legend(handles, coflows[:max_coflows_in_legend], fontsize=7, ncol=2,
+              loc="upper left", bbox_to_anchor=(1.01, 1))
+    _save(fig, path)
