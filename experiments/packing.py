@@ -119,6 +119,7 @@ def _atomic_write(path: str, text: str):
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.basename(path))
     with os.fdopen(fd, "w") as f:
         f.write(text)
+    os.chmod(tmp, 0o644)
     os.replace(tmp, path)
 
 
