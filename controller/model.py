@@ -285,6 +285,21 @@ class FlowArrays:
     def n_flows(self) -> int:
         return len(self.size)
 
+    @cached_property
+    def coflow_ptr(self) -> np.ndarray:
+        """CSR pointers: the flows of coflow ``k`` are ``coflow_flows[ptr[k]:ptr[k+1]]``."""
+        return np.concatenate([[0], np.cumsum(np.bincount(self.coflow,
+                                                          minlength=self.n_coflows))])
+
+    @cached_property
+    def coflow_flows(self) -> np.ndarray:
+        """Flow indices grouped by coflow, ascending inside each coflow."""
+        return np.argsort(self.coflow, kind="stable")
+
+    def flows_of(self, k: int) -> np.ndarray:
+        """Indices of the flows of coflow ``k`` (ascending)."""
+        return self.coflow_flows[self.coflow_ptr[k]:self.coflow_ptr[k + 1]]
+
 
 def _check_number(value, where: str, name: str, minimum: float | None = None):
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):

@@ -13,7 +13,11 @@ A plan says, for every flow:
 * ``rank``: its priority; lower is served first.
 * ``rate_cap``: an optional cap in bits/s (``nan`` = none).
 
-and, for the whole fabric, how rates follow from ranks (``sharing``):
+and, optionally ``coflow_order``: the plan ranks whole coflows in this order, flows of a coflow
+by index (what :func:`coflow_order_plan` builds). It is only a hint that lets engines
+sort flows in O(flows) instead of O(flows log flows); ``rank`` must agree with it.
+
+For the whole fabric, how rates follow from ranks (``sharing``):
 
 * ``"priority"``: work-conserving strict priority. Flows are taken in rank order (ties by
   flow index); each gets ``min(cap, free capacity of its input port, free capacity of its
@@ -55,6 +59,26 @@ class Plan:
     backfill: bool = True
     byte_limit: np.ndarray | None = None
     horizon: float = float("inf")
+    coflow_order: np.ndarray | None = None
+
+    def flow_order(self, state: "State", flows: np.ndarray | None = None) -> np.ndarray:
+        """``flows`` (default: the eligible ones) sorted by rank, ties by flow index."""
+        if flows is None:
+            flows = np.flatnonzero(state.eligible)
+        if self.coflow_order is not None and len(self.coflow_order):
+            a = state.arrays
+            ptr, grouped = a.coflow_ptr, a.coflow_flows
+            want = np.zeros(a.n_flows, dtype=np.bool_)
+            want[flows] = True
+            parts = [grouped[ptr[k]:ptr[k + 1]] for k in self.coflow_order]
+            head = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+            head = head[want[head]]
+            if len(head) == len(flows):
+                return head
+            want[head] = False
+            rest = np.flatnonzero(want)
+            return np.concatenate([head, rest[np.lexsort((rest, self.rank[rest]))]])
+        return flows[np.lexsort((flows, self.rank[flows]))]
 
     def validate(self, state: "State") -> None:
         """Raise :class:`PlanError` unless the plan can be applied in ``state``."""
@@ -145,13 +169,14 @@ def coflow_order_plan(state: State, order, core: np.ndarray | None = None,
     """A priority plan that serves coflows in ``order`` (coflow indices, first = highest).
 
     Coflows not in ``order`` come after, by index. Inside a coflow flows are ranked by
-    (src, dst). ``core`` defaults to the flow's pinned core, else core 0.
+    index (readers list a coflow's flows by (src, dst)). ``core`` defaults to the flow's
+    pinned core, else core 0.
     """
     a = state.arrays
+    order = np.asarray(order, dtype=np.int64)
     pos = np.full(a.n_coflows, len(order), dtype=np.float64)
-    pos[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.float64)
-    tie = (a.src * a.ports + a.dst) / float(a.ports * a.ports + 1)
-    rank = pos[a.coflow] + tie
+    pos[order] = np.arange(len(order), dtype=np.float64)
+    rank = pos[a.coflow] + np.arange(a.n_flows) / float(a.n_flows + 1)
     if core is None:
         core = np.where(state.core >= 0, state.core, 0)
-    return Plan(core=np.asarray(core, dtype=np.int64), rank=rank, **kw)
+    return Plan(core=np.asarray(core, dtype=np.int64), rank=rank, coflow_order=order, **kw)

@@ -120,16 +120,34 @@ def _cursor(hk, hp, hi, nh, port, after, ptr, lpos):
 
 
 @numba.njit(cache=True)
+def _saturated(key, owner, tot, pos, nport):
+    """True when every input port (or every output port) that still has flows is held by
+    a flow ranked before ``key``: then no flow ranked at or after ``key`` can start."""
+    open_in = False
+    open_out = False
+    for p in range(nport):
+        if tot[p] > 0 and (owner[p] < 0 or pos[owner[p]] >= key):
+            open_in = True
+        q = nport + p
+        if tot[q] > 0 and (owner[q] < 0 or pos[owner[q]] >= key):
+            open_out = True
+        if open_in and open_out:
+            return False
+    return True
+
+
+@numba.njit(cache=True)
 def run_matching(t, stop_time, fresh, order, pos, src, dst, coflow, size, core, core_cap,
                  rem, rate, done, pinned, flow_completion, left, sent, byte_limit,
                  has_limit, coflow_completion, record, seg_start, seg_flow, seg_core,
-                 seg_t0, seg_t1, seg_rate, n_seg, ptr, lflows, lpos, owner):
+                 seg_t0, seg_t1, seg_rate, n_seg, ptr, lflows, lpos, owner, prev_running):
     """Advance under the priority-greedy matching until a coflow completes, a byte limit
     is crossed or ``stop_time``. Returns (t, reason, n_seg, inner_events).
 
     Ports are numbered ``h*P + i`` (input i of core h) and ``C*P + h*P + j`` (output j);
     ``ptr/lflows/lpos`` are their flow lists (:func:`port_lists`), ``owner`` the flow
-    holding each port or -1. With ``fresh`` the matching is rebuilt from ``order``.
+    holding each port or -1. With ``fresh`` the matching is rebuilt from ``order``;
+    ``prev_running`` lists the flows sending before (their segments end if they stop).
     """
     cores = core_cap.shape[0]
     nport = owner.shape[0] // 2
@@ -141,20 +159,51 @@ def run_matching(t, stop_time, fresh, order, pos, src, dst, coflow, size, core, 
     ctot = np.zeros(byte_limit.shape[0])
     seg_cap = seg_flow.shape[0]
     events = 0
+    # not-done flows left in each port's list, and how many ports still have some
+    tot = np.zeros(2 * nport, dtype=np.int64)
+    for n in range(order.shape[0]):
+        f = order[n]
+        if not done[f]:
+            tot[core[f] * P + src[f]] += 1
+            tot[nport + core[f] * P + dst[f]] += 1
     if fresh:
         for p in range(2 * nport):
             owner[p] = -1
+        # greedy scan; stop once every input (or output) port with flows left is taken
+        # or has no flow further down the order
+        passed = np.zeros(2 * nport, dtype=np.int64)
+        open_in = 0
+        open_out = 0
+        for p in range(nport):
+            if tot[p] > 0:
+                open_in += 1
+            if tot[nport + p] > 0:
+                open_out += 1
         for n in range(order.shape[0]):
+            if open_in == 0 or open_out == 0:
+                break
             f = order[n]
             if done[f]:
                 continue
             pi = core[f] * P + src[f]
             po = nport + core[f] * P + dst[f]
-            if owner[pi] < 0 and owner[po] < 0:
+            free_i = owner[pi] < 0
+            free_o = owner[po] < 0
+            passed[pi] += 1
+            passed[po] += 1
+            if free_i and free_o:
                 owner[pi] = f
                 owner[po] = f
+                open_in -= 1
+                open_out -= 1
+            else:
+                if free_i and passed[pi] == tot[pi]:
+                    open_in -= 1
+                if free_o and passed[po] == tot[po]:
+                    open_out -= 1
         # flows whose rate changes: stopped ones first, then started ones
-        for f in range(rate.shape[0]):
+        for m in range(prev_running.shape[0]):
+            f = prev_running[m]
             if rate[f] > 0.0 and not done[f]:
                 pi = core[f] * P + src[f]
                 if owner[pi] != f:
@@ -230,6 +279,8 @@ def run_matching(t, stop_time, fresh, order, pos, src, dst, coflow, size, core, 
                 po = nport + core[f] * P + dst[f]
                 owner[p] = -1
                 owner[po] = -1
+                tot[p] -= 1
+                tot[po] -= 1
                 hk, hp, hi, nh = _cursor(hk, hp, hi, nh, p, pos[f], ptr, lpos)
                 hk, hp, hi, nh = _cursor(hk, hp, hi, nh, po, pos[f], ptr, lpos)
                 left[k] -= 1
@@ -242,8 +293,13 @@ def run_matching(t, stop_time, fresh, order, pos, src, dst, coflow, size, core, 
         if coflow_done or limit_hit:
             return t, COFLOW_DONE if coflow_done else BYTE_LIMIT, n_seg, events
         # repair the matching, cursors in rank order
+        steps = 0
         while nh > 0:
             key, port, k, nh = heap_pop(hk, hp, hi, nh)
+            steps += 1
+            if steps % 32 == 0 and _saturated(key, owner, tot, pos, nport):
+                nh = 0  # no flow at or after `key` can get a port: every cursor dies
+                break
             g = lflows[k]
             own = owner[port]
             if own >= 0 and pos[own] <= key:

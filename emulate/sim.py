@@ -384,8 +384,7 @@ class Simulator:
             plan = self.policy.plan(st)
             self.policy_calls += 1
             plan.validate(st)
-            elig = np.flatnonzero(st.eligible)
-            order = elig[np.lexsort((elig, plan.rank[elig]))]
+            order = plan.flow_order(st)
             cap = (np.full(a.n_flows, np.inf) if plan.rate_cap is None
                    else np.where(np.isnan(plan.rate_cap), np.inf, plan.rate_cap / 8.0))
             limit = (np.full(a.n_coflows, np.inf) if plan.byte_limit is None
@@ -450,12 +449,13 @@ class Simulator:
         lpos = np.concatenate([lists_in[2], lists_out[2]])
         owner = np.full(2 * nport, -1, dtype=np.int64)
         while True:
+            prev_running = np.flatnonzero(self.rate > 0)
             t, reason, self.n_seg, ev = run_matching(
                 self.t, stop, True, order, pos, a.src, a.dst, a.coflow, a.size, core,
                 self.core_cap, self.rem, self.rate, self.done, self.pinned,
                 self.flow_completion, self.left, self.sent, limit, has_limit,
                 self.coflow_completion, self.record, self.seg_start, *self._seg, self.n_seg,
-                ptr, lflows, lpos, owner)
+                ptr, lflows, lpos, owner, prev_running)
             self.t = t
             self.events += ev
             if reason != _SEG_FULL:

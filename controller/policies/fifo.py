@@ -35,8 +35,7 @@ class CoflowOrderPolicy(Policy):
         order = active[np.lexsort((active, keys))]
         plan = coflow_order_plan(state, order)
         if state.arrays.cores > 1:
-            flows = np.flatnonzero(state.eligible)
-            flows = flows[np.argsort(plan.rank[flows], kind="stable")]
+            flows = plan.flow_order(state)
             plan.core = least_loaded_cores(state.arrays, flows, state.remaining, state.core,
                                            state.workload.fabric.rates)
             plan.core[plan.core < 0] = 0
