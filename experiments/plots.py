@@ -34,10 +34,13 @@ def _save(fig, path: str) -> None:
 def cct_cdf(comparison, path: str, title: str | None = None) -> None:
     """CDF of coflow completion times, one line per policy (log x axis)."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for run in comparison.runs:
+    colors = plt.get_cmap("tab20").colors
+    styles = ["-", "--", "-.", ":"]
+    for n, run in enumerate(comparison.runs):
         cct = np.sort(run.cct)
         cct = np.maximum(cct, 1e-9)
         ax.step(cct, np.arange(1, len(cct) + 1) / len(cct), where="post",
+                color=colors[(2 * n) % 20 + (n // 10) % 2], linestyle=styles[n % 4],
                 label=f"{run.policy} (mean {np.mean(run.cct):.3g} s)")
     ax.set_xscale("log")
     ax.set_xlabel("coflow completion time (s)")
