@@ -167,15 +167,12 @@ class Agent:
 
     def _receive(self, conn: socket.socket) -> None:
         """One connection: flows one after another, each a header and its bytes."""
-        # SO_RCVLOWAT above half the receive buffer would grow the buffer (and window)
-        chunk = RCV_CHUNK if not self.window else max(1448, min(RCV_CHUNK, self.window // 4))
-        buf = bytearray(chunk)
+        buf = bytearray(RCV_CHUNK)
         view = memoryview(buf)
         offset = 0  # bytes of the stream consumed so far
         flow = None
         try:
             while not self.stopping.is_set():
-                conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
                 head = _recv_exact(conn, HEADER.size)
                 if head is None:
                     return
@@ -189,11 +186,9 @@ class Agent:
                     self.rx[flow] = 0
                     self.rx_live[flow] = (conn, offset, size)
                 while got < size:
-                    # wake up once per chunk, not once per packet: the counters come from
-                    # the kernel (TCP_INFO) anyway
-                    want = min(len(buf), size - got)
-                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, want)
-                    n = conn.recv_into(view, want)
+                    # (no SO_RCVLOWAT to save wake-ups: with the small receive buffer it
+                    # left the last bytes of a flow unread on this kernel)
+                    n = conn.recv_into(view, min(len(buf), size - got))
                     if n == 0:
                         break
                     got += n
@@ -383,6 +378,10 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
     if args.nice:
         os.setpriority(os.PRIO_PROCESS, 0, args.nice)
+    if os.environ.get("COFLOWEMU_AGENT_STACKS"):  # debugging: where every thread waits
+        import faulthandler
+        faulthandler.dump_traceback_later(float(os.environ["COFLOWEMU_AGENT_STACKS"]),
+                                          file=sys.stdout)
     # many I/O threads share one GIL: hand it over quickly so control messages wait less
     sys.setswitchinterval(0.0005)
     agent = Agent(args.api, args.host, args.sndbuf, args.window)

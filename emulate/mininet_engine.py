@@ -163,10 +163,14 @@ class MininetRun:
         self.run_dir = None
         self.timings: dict[str, float] = {}
 
-    @staticmethod
-    def window(rates) -> int:
-        """Receive window clamp: 2 ms at the fastest link, at least 8 kB."""
-        return int(max(8192, max(rates) / 8 * 0.002))
+    window_ms = 4.0
+    min_window = 16384
+
+    def window(self, rates) -> int:
+        """Receive buffer of every connection: ``window_ms`` at the fastest link, at least
+        ``min_window`` bytes. Bounds what one flow has queued in a switch (so a flow that
+        takes priority waits at most that long) while leaving room for RTT jitter."""
+        return int(max(self.min_window, max(rates) / 8 * self.window_ms / 1e3))
 
     def default_timeout(self) -> float:
         """Wall seconds after which the run is abandoned: everything serialised, x2, +60."""

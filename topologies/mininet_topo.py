@@ -207,7 +207,7 @@ def configure_hosts(net, topo: ParallelTopo, qdisc) -> None:
         cmds = ["sysctl -qw net.ipv6.conf.all.disable_ipv6=1 "
                 "net.ipv6.conf.default.disable_ipv6=1 net.ipv4.conf.all.accept_local=1 "
                 "net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 "
-                "net.ipv4.tcp_slow_start_after_idle=0",
+                "net.ipv4.tcp_slow_start_after_idle=0 net.ipv4.tcp_congestion_control=cubic",
                 # local delivery after our hairpin rules (see hairpin_commands)
                 "ip rule add pref 1000 lookup local", "ip rule del pref 0 lookup local"]
         for c in range(topo.n_cores):
