@@ -234,7 +234,6 @@ def test_every_policy_is_feasible_with_releases_and_stages(w):
 @given(w=instances(releases=True, stages=True), tau0=st.sampled_from([0.5, 2.0, 7.0]))
 def test_every_online_policy_is_feasible(w, tau0):
     for name in ALL:
-        pol = get_compute_policy(name)
         opts = {"online": True}
         if name.startswith("synchpack"):
             opts["tau0"] = tau0

@@ -366,13 +366,14 @@ def list_schedule(arrays: ComputeArrays, item_task, item_machine, item_work, pri
         return out
 
     def rule(p: Packer):
-        if coupled or not preemptive:
-            # one global pass in list order (machines coupled through one-piece-per-task)
+        if coupled:
+            # machines are coupled through one piece per task: one global pass in list order
+            return _global_scan(set())
+        if not preemptive:
+            # running items stay; only machines where something changed can start more
             busy: set[int] = set()
-            if not preemptive:
-                return [k for i in sorted(p.dirty) for k in scan_machine(i, busy)] \
-                    if not coupled else _global_scan(busy)
-            return _global_scan(busy)
+            return [k for i in sorted(p.dirty) for k in scan_machine(i, busy)]
+        # preemptive, machines independent: rescan the changed machines, keep the others
         for i in p.dirty:
             cache[i] = scan_machine(i, set())
         return [k for i in range(M) for k in cache.get(i, ())]
