@@ -295,11 +295,15 @@ def _run(t, stop_time, order, pos, src, dst, coflow, size, core, cap, fair, back
 class Simulator:
     """One simulation run: a workload, a policy and the evolving state.
 
-    Use :func:`simulate` unless you need to step through the run.
+    Use :func:`simulate` unless you need to step through the run: :meth:`start`, then
+    :meth:`step` (optionally ``until`` a time) while not :attr:`finished`, then
+    :meth:`result`. Coflows listed in ``gated`` are not released until :meth:`open` is
+    called for them (a shuffle whose producing compute stage has not finished): this is
+    how an outer loop (compute tasks, multi-stage jobs) drives the network.
     """
 
     def __init__(self, workload: Workload, policy: Policy, *, segments: bool = False,
-                 progress=None, incremental: bool = True):
+                 progress=None, incremental: bool = True, gated=None):
         self.workload = workload
         self.policy = policy
         self.record = segments
@@ -330,8 +334,9 @@ class Simulator:
         self.t = 0.0
         self.events = 0
         self.policy_calls = 0
-        self.flows_of = np.split(np.argsort(a.coflow, kind="stable"),
-                                 np.cumsum(np.bincount(a.coflow, minlength=nc))[:-1])
+        self.gated = np.zeros(nc, dtype=np.bool_)
+        if gated is not None:
+            self.gated[np.asarray(list(gated), dtype=np.int64)] = True
 
     # ---------------------------------------------------------------- bookkeeping
     def _make_ready(self) -> bool:
@@ -340,7 +345,8 @@ class Simulator:
         changed = False
         ro = self.release_order
         while self.next_release < len(ro) and a.release[ro[self.next_release]] <= self.t:
-            self.released[ro[self.next_release]] = True
+            k = ro[self.next_release]
+            self.released[k] = not self.gated[k]
             self.next_release += 1
         frontier = np.flatnonzero(self.released & ~self.ready & (self.preds_left == 0))
         while frontier.size:
@@ -373,55 +379,86 @@ class Simulator:
 
     # ---------------------------------------------------------------- main loop
     def run(self) -> RunResult:
-        a = self.arrays
-        wall = _time.perf_counter()
+        """Simulate to the end; returns the run's record."""
+        self.start()
+        while not self.finished:
+            self.step()
+        return self.result()
+
+    @property
+    def finished(self) -> bool:
+        return bool(self.cdone.all())
+
+    def start(self) -> None:
+        """Time 0: the policy's ``start``, releases due at 0."""
+        self._wall = _time.perf_counter()
         self.policy.start(self.workload)
         self._make_ready()
-        event = "start"
-        bar = self.progress
-        while not self.cdone.all():
-            st = self.state(event)
-            plan = self.policy.plan(st)
-            self.policy_calls += 1
-            plan.validate(st)
-            order = plan.flow_order(st)
-            cap = (np.full(a.n_flows, np.inf) if plan.rate_cap is None
-                   else np.where(np.isnan(plan.rate_cap), np.inf, plan.rate_cap / 8.0))
-            limit = (np.full(a.n_coflows, np.inf) if plan.byte_limit is None
-                     else plan.byte_limit.astype(np.float64))
-            core = plan.core.astype(np.int64)
-            nr = (a.release[self.release_order[self.next_release]]
-                  if self.next_release < a.n_coflows else np.inf)
-            stop = min(nr, plan.horizon)
-            if stop <= self.t:
-                raise PlanError(f"plan horizon {plan.horizon} is not after now ({self.t})")
-            # rates carry over between calls only for flows still in the order
-            keep = np.zeros(a.n_flows, dtype=np.bool_)
-            keep[order] = True
-            self._close_segments(~keep & (self.rate > 0))
-            pos = np.full(a.n_flows, -1, dtype=np.int64)
-            pos[order] = np.arange(len(order))
-            has_cap = bool(np.isfinite(cap[order]).any())
-            has_limit = bool(np.isfinite(limit).any())
-            before = int(self.cdone.sum())
-            if plan.sharing == "priority" and not has_cap and self.incremental:
-                reason = self._advance_matching(stop, order, pos, core, limit, has_limit)
-            else:
-                reason = self._advance_scan(stop, order, pos, core, cap, plan, has_cap, limit,
-                                            has_limit)
-            if reason == _STUCK:
-                stuck = [self.workload.coflows[k].id for k in np.flatnonzero(~self.cdone)][:5]
-                raise PlanError(
-                    f"policy {self.policy.name!r} lets nothing send at t={self.t:g} while "
-                    f"coflows {stuck} are unfinished and no event is pending")
-            for k in np.flatnonzero((self.left == 0) & ~self.cdone):
-                self._complete(k)
-            event = {_COFLOW_DONE: "completion", _BYTE_LIMIT: "byte_limit",
-                     _STOP_TIME: "horizon"}[reason]
+        self._event = "start"
+
+    def open(self, k: int) -> None:
+        """Release gated coflow ``k`` now (or at its release time if that is later)."""
+        if self.gated[k]:
+            self.gated[k] = False
+            if self.arrays.release[k] <= self.t:
+                self.released[k] = True
             if self._make_ready():
-                event = "ready"
-            if bar is not None:
-                bar.update(int(self.cdone.sum()) - before)
+                self._event = "ready"
+
+    def step(self, until: float = np.inf) -> str:
+        """Ask the policy for a plan and apply it until the next event or ``until``.
+
+        Returns the event that ended the step (``"completion"``, ``"ready"``,
+        ``"byte_limit"``, ``"horizon"``, or ``"until"``).
+        """
+        a = self.arrays
+        st = self.state(self._event)
+        plan = self.policy.plan(st)
+        self.policy_calls += 1
+        plan.validate(st)
+        order = plan.flow_order(st)
+        cap = (np.full(a.n_flows, np.inf) if plan.rate_cap is None
+               else np.where(np.isnan(plan.rate_cap), np.inf, plan.rate_cap / 8.0))
+        limit = (np.full(a.n_coflows, np.inf) if plan.byte_limit is None
+                 else plan.byte_limit.astype(np.float64))
+        core = plan.core.astype(np.int64)
+        nr = (a.release[self.release_order[self.next_release]]
+              if self.next_release < a.n_coflows else np.inf)
+        stop = min(nr, plan.horizon, until)
+        if stop <= self.t:
+            raise PlanError(f"plan horizon {plan.horizon} is not after now ({self.t})")
+        # rates carry over between calls only for flows still in the order
+        keep = np.zeros(a.n_flows, dtype=np.bool_)
+        keep[order] = True
+        self._close_segments(~keep & (self.rate > 0))
+        pos = np.full(a.n_flows, -1, dtype=np.int64)
+        pos[order] = np.arange(len(order))
+        has_cap = bool(np.isfinite(cap[order]).any())
+        has_limit = bool(np.isfinite(limit).any())
+        before = int(self.cdone.sum())
+        if plan.sharing == "priority" and not has_cap and self.incremental:
+            reason = self._advance_matching(stop, order, pos, core, limit, has_limit)
+        else:
+            reason = self._advance_scan(stop, order, pos, core, cap, plan, has_cap, limit,
+                                        has_limit)
+        if reason == _STUCK:
+            stuck = [self.workload.coflows[k].id for k in np.flatnonzero(~self.cdone)][:5]
+            raise PlanError(
+                f"policy {self.policy.name!r} lets nothing send at t={self.t:g} while "
+                f"coflows {stuck} are unfinished and no event is pending")
+        for k in np.flatnonzero((self.left == 0) & ~self.cdone):
+            self._complete(k)
+        event = {_COFLOW_DONE: "completion", _BYTE_LIMIT: "byte_limit",
+                 _STOP_TIME: "until" if self.t >= until else "horizon"}[reason]
+        if self._make_ready():
+            event = "ready"
+        if self.progress is not None:
+            self.progress.update(int(self.cdone.sum()) - before)
+        self._event = event
+        return event
+
+    def result(self) -> RunResult:
+        """The run's record (call when :attr:`finished`)."""
         self._close_segments(self.rate > 0)
         segs = None
         if self.record:
@@ -432,7 +469,7 @@ class Simulator:
                          type(self.policy).__name__, engine="sim",
                          flow_completion=self.flow_completion,
                          coflow_completion=self.coflow_completion, segments=segs,
-                         wall_seconds=_time.perf_counter() - wall, events=self.events,
+                         wall_seconds=_time.perf_counter() - self._wall, events=self.events,
                          extra={"policy_calls": self.policy_calls})
 
     def _grow_segments(self) -> None:

@@ -15,7 +15,9 @@ Built-in policies register themselves with :func:`register`; every module in
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
+import sys
 from typing import ClassVar
 
 from controller.model import Workload
@@ -73,6 +75,8 @@ def get_policy(spec: str, **options) -> Policy:
     """A new policy instance from a registered name or ``package.module:Class``."""
     if ":" in spec:
         mod_name, _, cls_name = spec.partition(":")
+        if os.getcwd() not in sys.path:
+            sys.path.append(os.getcwd())  # like `python -m`: a module beside the user
         try:
             cls = getattr(importlib.import_module(mod_name), cls_name)
         except (ImportError, AttributeError) as e:

@@ -1,0 +1,62 @@
+"""Simulator speed on the Facebook coflow benchmark (FB2010: 526 coflows, ~706k flows).
+
+Prints, per policy, the wall time of a full simulation (1 core, 2^30 bit/s as in
+CoflowSim), the number of inner events and policy calls, and the mean CCT. As a baseline
+in the same run, the first ``--prefix`` coflows are simulated twice: with the incremental
+priority-greedy matching (``emulate/matching.py``, the default) and with the plain
+rescan of every eligible flow at every event (``incremental=False``); the ratio is what
+the incremental repair buys.
+
+Usage: ``python benchmarks/sim_fb2010.py [--trace PATH] [--policies a,b] [--prefix N]``
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from controller.policies import get_policy
+from emulate.sim import Simulator, simulate
+from emulate.traces import read_fb_trace
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_TRACE = os.path.join(HERE, "..", "..", "shared", "traces", "FB2010-1Hr-150-0.txt")
+POLICIES = "fifo,scf,ncf,lcf,sebf,aalo,sincronia,fair,lp-single,lp-coflow"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trace", default=DEFAULT_TRACE)
+    ap.add_argument("--policies", default=POLICIES)
+    ap.add_argument("--prefix", type=int, default=60,
+                    help="coflows in the incremental-vs-rescan comparison")
+    args = ap.parse_args()
+    if not os.path.exists(args.trace):
+        raise SystemExit(f"trace not found: {args.trace} (see README: The Facebook trace)")
+    t0 = time.perf_counter()
+    w = read_fb_trace(args.trace)
+    print(f"read {w.name}: {len(w.coflows)} coflows, {w.arrays.n_flows} flows in "
+          f"{time.perf_counter() - t0:.1f} s")
+    simulate(read_fb_trace(args.trace, limit=3), get_policy("fifo"))  # numba warm-up
+
+    small = read_fb_trace(args.trace, limit=args.prefix)
+    times = {}
+    for incremental in (True, False):
+        t = time.perf_counter()
+        r = Simulator(small, get_policy("fifo"), incremental=incremental).run()
+        times[incremental] = time.perf_counter() - t
+    print(f"\nfirst {args.prefix} coflows ({small.arrays.n_flows} flows), fifo: incremental "
+          f"matching {times[True]:.2f} s, rescan {times[False]:.2f} s, "
+          f"speed-up x{times[False] / times[True]:.1f}")
+
+    print(f"\n{'policy':<12}{'wall s':>9}{'events':>10}{'plans':>7}{'mean CCT s':>12}")
+    for name in args.policies.split(","):
+        t = time.perf_counter()
+        r = simulate(w, get_policy(name))
+        wall = time.perf_counter() - t
+        print(f"{name:<12}{wall:>9.1f}{r.events:>10}{r.extra.get('policy_calls', 0):>7}"
+              f"{r.cct.mean():>12.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
