@@ -64,15 +64,16 @@ class CoflowController(app_manager.OSKenApp):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.run = _RUN["run"]
+        self.run = _RUN.get("run")  # None in interactive mode (forwarding only)
         self.n_hosts = _RUN["cfg"].n_hosts
-        self.n_cores = self.run.workload.fabric.cores
+        self.n_cores = _RUN["cfg"].n_cores
         self.datapaths: dict[int, object] = {}
         self._barriers: dict[tuple[int, int], tuple] = {}
         self._pending_barrier: dict[int, list] = {}
         self._lock = threading.Lock()
         self._tokens = itertools.count(1)
-        self.run.switches = self
+        if self.run is not None:
+            self.run.switches = self
 
     # ------------------------------------------------------------------ switch events
     @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
@@ -113,6 +114,8 @@ class CoflowController(app_manager.OSKenApp):
             what = self._barriers.pop((dp.id, ev.msg.xid), None)
         if what is None:
             return
+        if self.run is None:
+            return
         if what[0] == "ready":
             self.run.events.put(("switch_ready", time.time(), what[1]))
         elif what[0] == "rules":
@@ -134,7 +137,8 @@ class CoflowController(app_manager.OSKenApp):
         m = ev.msg
         log.error("OpenFlow error from %#x: type=%d code=%d data=%s", m.datapath.id, m.type,
                   m.code, m.data[:64].hex() if m.data else "")
-        self.run.decision(event="of_error", dpid=m.datapath.id, type=m.type, code=m.code)
+        if self.run is not None:
+            self.run.decision(event="of_error", dpid=m.datapath.id, type=m.type, code=m.code)
 
     @set_ev_cls(ofp_event.EventOFPPortStatus, MAIN_DISPATCHER)
     def port_status(self, ev):
@@ -150,7 +154,7 @@ class CoflowController(app_manager.OSKenApp):
             if core is not None and self.datapaths.get(core) is dp:
                 del self.datapaths[core]
                 log.warning("core %d disconnected", core)
-                if not self.run.finished:
+                if self.run is not None and not self.run.finished:
                     self.run.events.put(("switch_lost", time.time(), core))
 
     # ------------------------------------------------------------------ used by the run
@@ -224,30 +228,40 @@ def main(argv=None) -> int:
     _setup_logging(os.path.join(run_dir, "controller.log"))
     with open(os.path.join(run_dir, "config.json")) as fh:
         cfg = RunConfig.from_json(fh.read())
-    with open(os.path.join(run_dir, "workload.pkl"), "rb") as fh:
-        workload = pickle.load(fh)
-    with open(os.path.join(run_dir, "policy.pkl"), "rb") as fh:
-        policy = pickle.load(fh)
-    t = time.perf_counter()
-    policy.start(workload)
-    log.info("policy %s started in %.3f s", getattr(policy, "name", policy),
-             time.perf_counter() - t)
-    run = EmulationRun(cfg, workload, policy, switches=None)
-    t = time.perf_counter()
-    run.warm_up()
-    log.info("policy warmed up in %.3f s", time.perf_counter() - t)
-    # os-ken imports the application as ``controller.app``, which is not ``__main__``
-    import controller.app as app_module
-    app_module._RUN.update(run=run, cfg=cfg)
-    api = ApiServer(cfg.api_path, run.on_request, run.on_close, log=log)
-    os.chmod(cfg.api_path, 0o600)
-    threading.Thread(target=api.serve_forever, daemon=True, name="api").start()
+    if cfg.interactive:
+        # `coflowemu topo`: forwarding (and the class rules people add by hand) only
+        import controller.app as app_module
+        app_module._RUN.update(cfg=cfg)
+        run = api = None
+    else:
+        with open(os.path.join(run_dir, "workload.pkl"), "rb") as fh:
+            workload = pickle.load(fh)
+        with open(os.path.join(run_dir, "policy.pkl"), "rb") as fh:
+            policy = pickle.load(fh)
+        t = time.perf_counter()
+        policy.start(workload)
+        log.info("policy %s started in %.3f s", getattr(policy, "name", policy),
+                 time.perf_counter() - t)
+        run = EmulationRun(cfg, workload, policy, switches=None)
+        t = time.perf_counter()
+        run.warm_up()
+        log.info("policy warmed up in %.3f s", time.perf_counter() - t)
+        # os-ken imports the application as ``controller.app``, which is not ``__main__``
+        import controller.app as app_module
+        app_module._RUN.update(run=run, cfg=cfg)
+        api = ApiServer(cfg.api_path, run.on_request, run.on_close, log=log)
+        os.chmod(cfg.api_path, 0o600)
+        threading.Thread(target=api.serve_forever, daemon=True, name="api").start()
 
     from os_ken import cfg as oscfg
     oscfg.CONF(args=["--ofp-listen-host", "127.0.0.1",
                      "--ofp-tcp-listen-port", str(cfg.ofp_port)], project="os_ken")
     threading.Thread(target=app_manager.AppManager.run_apps, args=(["controller.app"],),
                      daemon=True, name="os-ken").start()
+    if run is None:
+        open(cfg.api_path, "w").close()  # tells the engine we are up
+        while True:
+            time.sleep(3600)
 
     result = run.serve()
     result["api_errors"] = api.errors

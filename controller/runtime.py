@@ -58,6 +58,7 @@ class RunConfig:
     api_path: str
     ofp_port: int
     n_hosts: int
+    n_cores: int
     time_scale: float = 1.0
     wire_overhead: float = 1514 / 1448
     """Link rates are the fabric's times this, so TCP payload gets the fabric's rate."""
@@ -67,6 +68,8 @@ class RunConfig:
     class_mapping: str = "conflict"
     prewarm: bool = True
     """Open a persistent connection per (src, dst, core) before the start."""
+    interactive: bool = False
+    """``coflowemu topo``: forwarding only, no workload."""
     start_delay: float = 0.3
     ready_timeout: float = 60.0
     run_timeout: float = 3600.0

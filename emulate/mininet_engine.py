@@ -141,9 +141,10 @@ class MininetRun:
                  pause: bool = True, class_mapping: str = "conflict",
                  datapath: str | None = None, wire_overhead: float = WIRE_OVERHEAD,
                  timeout: float | None = None, keep_dir: bool = False, quiet: bool = True,
-                 nice: int = -10):
+                 nice: int = -10, interactive: bool = False):
         from controller.policies import get_policy
         self.workload = workload
+        self.interactive = interactive
         self.policy = get_policy(policy) if isinstance(policy, str) else policy
         self.policy_name = getattr(self.policy, "name", "") or type(self.policy).__name__
         if not time_scale > 0:
@@ -198,7 +199,8 @@ class MininetRun:
         self.run_dir = cleaner.new_run_dir()
         api = os.path.join(self.run_dir, "api.sock")
         cfg = RunConfig(run_dir=self.run_dir, api_path=api, ofp_port=_free_port(),
-                        n_hosts=n_hosts, time_scale=self.time_scale,
+                        n_hosts=n_hosts, n_cores=w.fabric.cores, time_scale=self.time_scale,
+                        interactive=self.interactive,
                         wire_overhead=self.wire_overhead, pause=self.pause,
                         class_mapping=self.class_mapping, run_timeout=self.timeout)
         with open(os.path.join(self.run_dir, "config.json"), "w") as fh:
@@ -244,6 +246,8 @@ class MininetRun:
         cleaner.add_procs(self.run_dir, shells)
         self.timings["network_build_s"] = time.perf_counter() - t
         self.ports_before = port_bytes(n_hosts, w.fabric.cores)
+        if self.interactive:
+            return
         # the agents
         t = time.perf_counter()
         procs = []
@@ -395,6 +399,27 @@ class _Watcher:
 
     def close(self) -> None:
         self.ch.close()
+
+
+@contextlib.contextmanager
+def open_topology(fabric, *, datapath: str | None = None, quiet: bool = True):
+    """The emulated fabric with its controller, for interactive use; torn down on exit.
+
+    Yields the started ``Mininet`` object: hosts ``h1..hN`` (address of host ``i`` on core
+    ``c``: ``10.<c+1>.0.<i+1>``), core switches ``cfe1..cfem`` forwarding by destination,
+    the strict-priority classes on every port (mark a flow's class with its TOS, e.g.
+    ``iperf3 -S 0xa0`` for class 0, see :mod:`controller.classes`).
+    """
+    preflight()
+    w = Workload(fabric, ())
+    session = MininetRun(w, "fifo", datapath=datapath, quiet=quiet, interactive=True)
+    with _sigterm_raises():
+        try:
+            session._setup()
+            yield session.net
+        finally:
+            with _signals_blocked():
+                session.teardown()
 
 
 def run_mininet(workload: Workload, policy, *, time_scale: float = 1.0,

@@ -1,0 +1,149 @@
+"""Command-line commands of the real emulation: ``topo``, ``clean``, ``fidelity``.
+
+``emulate.cli`` adds :func:`commands` to ``coflowemu`` and calls :func:`run_mininet` for
+``coflowemu run --engine mininet``. All of them need root and the system set-up of
+``scripts/setup-system.sh``; without it they say so and exit with code 2.
+
+Examples
+--------
+::
+
+    sudo coflowemu topo --hosts 4 --cores 2 --rate 50Mbps
+    sudo coflowemu fidelity --random 1 --hosts 8 --cores 2 --coflows 20 --rate 10Mbps \\
+        --policy fifo --policy lp-coflow
+    sudo coflowemu fidelity workload.json --policy sincronia --time-scale 2 --json
+    sudo coflowemu clean
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from emulate.units import parse_bytes, parse_rate
+
+
+def _emulation_errors(fn):
+    """EmulationError -> one line on stderr and exit 2 (setup) / 1 (the run failed)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from emulate.mininet_engine import EmulationError, Interrupted
+        try:
+            return fn(*args, **kwargs)
+        except EmulationError as e:
+            setup = "root" in str(e) or "setup-system" in str(e) or "not installed" in str(e)
+            click.echo(f"coflowemu: error: {e}", err=True)
+            sys.exit(2 if setup else 1)
+        except Interrupted:
+            click.echo("coflowemu: interrupted; everything was cleaned up", err=True)
+            sys.exit(143)
+    return wrapper
+
+
+@_emulation_errors
+def run_mininet(workload, policy, *, time_scale: float = 1.0, segments: bool = True,
+                progress: bool = False, **options):
+    """:func:`emulate.mininet_engine.run_mininet` with errors as CLI messages."""
+    from emulate.mininet_engine import run_mininet as run
+    return run(workload, policy, time_scale=time_scale, segments=segments,
+               progress=progress, **options)
+
+
+@click.command()
+@click.option("--hosts", type=int, default=4, show_default=True)
+@click.option("--cores", type=int, default=2, show_default=True)
+@click.option("--rate", default="50Mbps", show_default=True, help="Link rate of every core.")
+@click.option("--core-rates", help="Comma-separated rate per core (overrides --rate).")
+@click.option("--datapath", type=click.Choice(["kernel", "user"]),
+              help="OVS datapath (default: kernel when its module exists).")
+@_emulation_errors
+def topo(hosts, cores, rate, core_rates, datapath):
+    """Open the Mininet CLI on the emulated fabric, controller running.
+
+    Host h<i> has address 10.<c>.0.<i> on core switch cfe<c> (e.g. `h1 ping 10.2.0.2`
+    goes through cfe2). Marked traffic gets strict priority: `h1 iperf3 -c 10.1.0.2 -S 0xa0` is class
+    0 (highest), -S 0xbc class 7. Everything is removed when you leave the CLI.
+    """
+    from mininet.cli import CLI
+
+    from emulate.mininet_engine import open_topology
+    from topologies.fabric import Fabric
+    rates = tuple(parse_rate(r) for r in core_rates.split(",")) if core_rates else None
+    fabric = Fabric(ports=hosts, cores=cores, rate_bps=parse_rate(rate), core_rates=rates)
+    with open_topology(fabric, datapath=datapath, quiet=False) as net:
+        click.echo(f"fabric: {hosts} hosts x {cores} cores at "
+                   f"{', '.join(f'{r / 1e6:g}' for r in fabric.rates)} Mbit/s; h<i> on "
+                   f"switch cfe<c> is 10.<c>.0.<i>; `exit` removes everything")
+        CLI(net)
+
+
+@click.command()
+@click.option("--force", is_flag=True, help="Also clean runs whose engine is still alive.")
+def clean(force):
+    """Remove what crashed emulation runs left (our OVS bridges, processes, run dirs)."""
+    import os
+    if os.geteuid() != 0:
+        click.echo("coflowemu: error: clean needs root", err=True)
+        sys.exit(2)
+    from emulate.clean import clean as do_clean
+    removed = do_clean(force=force)
+    n = sum(len(v) for v in removed.values())
+    for k, v in removed.items():
+        if v:
+            click.echo(f"removed {k}: {' '.join(map(str, v))}")
+    if not n:
+        click.echo("nothing to clean")
+
+
+@click.command()
+@click.argument("workload", required=False, type=click.Path(dir_okay=False))
+@click.option("--policy", "policies", multiple=True, default=["fifo"], show_default=True,
+              help="Policy (repeat for several).")
+@click.option("--random", "seed", type=int, help="Use a seeded synthetic workload instead.")
+@click.option("--hosts", type=int, default=8, show_default=True, help="--random: hosts.")
+@click.option("--cores", type=int, default=2, show_default=True)
+@click.option("--coflows", type=int, default=20, show_default=True, help="--random: coflows.")
+@click.option("--rate", default=None, help="Link rate (default: the file's; 10Mbps for "
+                                           "--random).")
+@click.option("--mean-size", default="2MB", show_default=True,
+              help="--random: mean bytes per coflow.")
+@click.option("--time-scale", type=float, default=1.0, show_default=True,
+              help="Run the emulation this many times slower than the workload.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per policy.")
+@_emulation_errors
+def fidelity(workload, policies, seed, hosts, cores, coflows, rate, mean_size, time_scale,
+             as_json):
+    """Run a workload in the simulator and on Mininet; print per-coflow CCT errors.
+
+    The error of a coflow is |CCT_emulated / CCT_simulated - 1|; the report gives its
+    median, p90 and max, and link utilisation in both engines.
+    """
+    from emulate.fidelity import compare, summarize
+    if (workload is None) == (seed is None):
+        raise click.UsageError("give a WORKLOAD file or --random SEED")
+    if seed is not None:
+        from emulate.traces import random_workload
+        w = random_workload(seed, ports=hosts, cores=cores, coflows=coflows,
+                            rate_bps=parse_rate(rate or "10Mbps"),
+                            mean_bytes=parse_bytes(mean_size))
+    else:
+        from emulate.traces import read_workload
+        w = read_workload(workload, cores=cores,
+                          rate_bps=parse_rate(rate) if rate else None)
+    reports = []
+    for name in policies:
+        rep = compare(w, name, time_scale=time_scale)
+        reports.append(rep)
+        click.echo(json.dumps(rep.to_json()) if as_json else rep.format())
+    if len(reports) > 1 and not as_json:
+        s = summarize(reports)
+        click.echo(f"all policies: {s['coflows']} coflows, median {s['median']:.2%}, "
+                   f"p90 {s['p90']:.2%}, max {s['max']:.2%}")
+
+
+def commands() -> list:
+    """The click commands ``emulate.cli`` adds to ``coflowemu``."""
+    return [topo, clean, fidelity]
