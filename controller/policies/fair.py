@@ -1,0 +1,67 @@
+"""Per-flow max-min fair sharing (``fair``): what plain TCP converges to.
+
+No coflow awareness and no knowledge of sizes: every eligible flow gets its max-min fair
+share of its input and output links on its core (``Plan`` sharing ``"fair"``,
+progressive filling in the engine), recomputed at every flow completion. This is
+CoflowSim's ``FAIR`` baseline ("flow-level fair sharing") and the per-flow fair sharing
+that Varys, Aalo and Sincronia compare against.
+
+Cores (parallel networks only), chosen without looking at sizes:
+
+* ``cores="balanced"`` (default): the least-loaded rule of :mod:`controller.cores` with
+  every flow one unit of load (flows per port per core, in time on heterogeneous cores),
+  flows taken in index order;
+* ``cores="ecmp"``: a deterministic hash of (coflow, src, dst) modulo the number of cores,
+  like ECMP in a plain network (ignores core rates).
+
+References
+----------
+M. Chowdhury, I. Stoica. Efficient coflow scheduling without prior knowledge (Aalo),
+SIGCOMM 2015, and CoflowSim's ``FlowSimulator`` (FAIR).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from controller.cores import least_loaded_cores
+from controller.plan import Plan, State
+from controller.policies.base import Policy, PolicyError, register
+
+CORE_RULES = ("balanced", "ecmp")
+
+
+def ecmp_core(arrays) -> np.ndarray:
+    """A core per flow from a fixed hash of (coflow, src, dst): ECMP-like, deterministic."""
+    key = (arrays.coflow.astype(np.uint64) * np.uint64(1000003)
+           + arrays.src.astype(np.uint64) * np.uint64(7919) + arrays.dst.astype(np.uint64))
+    h = (key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(33)
+    return (h % np.uint64(arrays.cores)).astype(np.int64)
+
+
+@register
+class Fair(Policy):
+    name = "fair"
+    summary = "per-flow max-min fair sharing (TCP-like, coflow-agnostic baseline)"
+
+    def __init__(self, cores: str = "balanced"):
+        super().__init__()
+        if cores not in CORE_RULES:
+            raise PolicyError(f"fair: option cores must be one of {CORE_RULES}, got {cores!r}")
+        self.cores = cores
+
+    def start(self, workload):
+        super().start(workload)
+        self._ecmp = ecmp_core(workload.arrays) if self.cores == "ecmp" else None
+
+    def plan(self, state: State) -> Plan:
+        a = state.arrays
+        if a.cores == 1:
+            core = np.zeros(a.n_flows, dtype=np.int64)
+        elif self.cores == "ecmp":
+            core = np.where(state.core >= 0, state.core, self._ecmp)
+        else:
+            flows = np.flatnonzero(state.eligible)
+            core = least_loaded_cores(a, flows, np.ones(a.n_flows), state.core,
+                                      state.workload.fabric.rates)
+            core[core < 0] = 0
+        return Plan(core=core, rank=np.zeros(a.n_flows), sharing="fair", backfill=False)

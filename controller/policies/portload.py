@@ -1,0 +1,265 @@
+"""Per-coflow port loads, coflow-ordered priority plans and Varys's MADD, for the baselines.
+
+A coflow's *load* on a port is the bytes its flows still have to move through that port.
+Its *bottleneck* (Varys's effective bottleneck ``Γ``) is the longest time any of its ports
+needs at the capacity it is given: ``Γ = max over ports of load / capacity``. The
+clairvoyant baselines (SEBF, Sincronia's BSSI, Weaver) order coflows by functions of these
+loads at every event, so this module computes them in compiled loops over the eligible
+flows only, grouped by coflow through a :class:`FlowIndex` built once per workload: no
+per-event sort over flows and no Python loop over flows.
+
+:func:`madd_caps` is MADD (Minimum-Allocation-for-Desired-Duration, Varys, SIGCOMM 2014,
+Section 5.3): groups of flows (coflows, or Weaver's per-core sub-coflows) are taken in
+priority order; each gets, from the capacity earlier groups left on each (core, port), the
+smallest rates that finish all its flows together, at its bottleneck time.
+
+Port numbering in dense load matrices: a fabric of ``P`` servers has ``2P`` columns,
+inputs (uplinks) ``0..P-1`` then outputs (downlinks) ``P..2P-1``.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from controller.cores import least_loaded_cores
+from controller.plan import Plan, State
+
+#: whether this version of ``Plan`` takes the ``coflow_order`` hint
+_HAS_COFLOW_ORDER = "coflow_order" in getattr(Plan, "__dataclass_fields__", {})
+
+
+# ----------------------------------------------------------------------------- kernels
+@numba.njit(cache=True)
+def _gather(perm, start, coflows, eligible, out, bounds):
+    n = 0
+    for g in range(coflows.shape[0]):
+        bounds[g] = n
+        c = coflows[g]
+        for q in range(start[c], start[c + 1]):
+            f = perm[q]
+            if eligible[f]:
+                out[n] = f
+                n += 1
+    bounds[coflows.shape[0]] = n
+    return n
+
+
+@numba.njit(cache=True)
+def _bottleneck(flows, bounds, src, dst, core, load, cap, ports):
+    """Per (group, core): max over the core's ports of the group's load / capacity."""
+    m = cap.shape[0]
+    groups = bounds.shape[0] - 1
+    out = np.zeros((groups, m))
+    lin = np.zeros((m, ports))
+    lout = np.zeros((m, ports))
+    for g in range(groups):
+        for q in range(bounds[g], bounds[g + 1]):
+            f = flows[q]
+            lin[core[f], src[f]] += load[f]
+            lout[core[f], dst[f]] += load[f]
+        for q in range(bounds[g], bounds[g + 1]):
+            f = flows[q]
+            h = core[f]
+            v = max(lin[h, src[f]], lout[h, dst[f]]) / cap[h]
+            if v > out[g, h]:
+                out[g, h] = v
+        for q in range(bounds[g], bounds[g + 1]):
+            f = flows[q]
+            lin[core[f], src[f]] = 0.0
+            lout[core[f], dst[f]] = 0.0
+    return out
+
+
+@numba.njit(cache=True)
+def _dense(flows, bounds, src, dst, load, ports):
+    groups = bounds.shape[0] - 1
+    out = np.zeros((groups, 2 * ports))
+    for g in range(groups):
+        for q in range(bounds[g], bounds[g + 1]):
+            f = flows[q]
+            out[g, src[f]] += load[f]
+            out[g, ports + dst[f]] += load[f]
+    return out
+
+
+@numba.njit(cache=True)
+def _madd(order, group, src, dst, core, rem, core_cap, ports, cap):
+    cores = core_cap.shape[0]
+    res_in = np.empty((cores, ports))
+    res_out = np.empty((cores, ports))
+    for h in range(cores):
+        res_in[h, :] = core_cap[h]
+        res_out[h, :] = core_cap[h]
+    load_in = np.zeros((cores, ports))
+    load_out = np.zeros((cores, ports))
+    n = order.shape[0]
+    i = 0
+    while i < n:
+        j = i
+        while j < n and group[j] == group[i]:
+            j += 1
+        for q in range(i, j):
+            f = order[q]
+            load_in[core[f], src[f]] += rem[f]
+            load_out[core[f], dst[f]] += rem[f]
+        gamma = 0.0
+        blocked = False
+        for q in range(i, j):
+            f = order[q]
+            h = core[f]
+            tol = 1e-9 * core_cap[h]
+            a = load_in[h, src[f]]
+            b = load_out[h, dst[f]]
+            if (a > 0.0 and res_in[h, src[f]] <= tol) or (b > 0.0 and res_out[h, dst[f]] <= tol):
+                blocked = True
+                break
+            if a > 0.0 and a / res_in[h, src[f]] > gamma:
+                gamma = a / res_in[h, src[f]]
+            if b > 0.0 and b / res_out[h, dst[f]] > gamma:
+                gamma = b / res_out[h, dst[f]]
+        for q in range(i, j):
+            f = order[q]
+            if blocked or gamma <= 0.0:
+                cap[f] = 0.0
+                continue
+            r = rem[f] / gamma
+            cap[f] = r
+            h = core[f]
+            res_in[h, src[f]] = max(0.0, res_in[h, src[f]] - r)
+            res_out[h, dst[f]] = max(0.0, res_out[h, dst[f]] - r)
+        for q in range(i, j):
+            f = order[q]
+            load_in[core[f], src[f]] = 0.0
+            load_out[core[f], dst[f]] = 0.0
+        i = j
+
+
+# ----------------------------------------------------------------------------- index
+class FlowIndex:
+    """Flows grouped by coflow, by flow index inside: built once per workload.
+
+    Inside a coflow flows are ranked by index, the convention of
+    :func:`controller.plan.coflow_order_plan` (trace readers list a coflow's flows by
+    (src, dst)).
+
+    Attributes
+    ----------
+    perm : int array, every flow, sorted by (coflow, flow index)
+    start : int array (n_coflows + 1), the flows of coflow ``k`` are ``perm[start[k]:start[k+1]]``
+    tie : float array per flow in [0, 1), the rank of a flow inside its coflow
+    """
+
+    def __init__(self, arrays):
+        self.arrays = arrays
+        self.perm = np.argsort(arrays.coflow, kind="stable").astype(np.int64)
+        self.start = np.searchsorted(arrays.coflow[self.perm],
+                                     np.arange(arrays.n_coflows + 1)).astype(np.int64)
+        self.tie = np.arange(arrays.n_flows) / float(arrays.n_flows + 1)
+
+    def gather(self, coflows: np.ndarray, eligible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The eligible flows of ``coflows``, coflow after coflow in the given order.
+
+        Returns ``(flows, bounds)``: the flows of ``coflows[g]`` are
+        ``flows[bounds[g]:bounds[g+1]]``, by flow index.
+        """
+        coflows = np.asarray(coflows, dtype=np.int64)
+        total = int(np.sum(self.start[coflows + 1] - self.start[coflows]))
+        out = np.empty(total, dtype=np.int64)
+        bounds = np.empty(len(coflows) + 1, dtype=np.int64)
+        n = _gather(self.perm, self.start, coflows, eligible, out, bounds)
+        return out[:n], bounds
+
+    def bottleneck(self, flows, bounds, load, core=None, core_rates=None) -> np.ndarray:
+        """Per group (and core): the bottleneck time of ``load`` on the given capacities.
+
+        Without ``core``, every server port is one port of capacity ``sum(core_rates)``
+        (the ``m`` links together) and the result is one value per group; with ``core``
+        (per flow) the result is ``(groups, m)``, the bottleneck on each core at its rate.
+        ``core_rates`` in bits/s.
+        """
+        a = self.arrays
+        rates = np.asarray(core_rates, dtype=np.float64) / 8.0
+        if core is None:
+            out = _bottleneck(flows, bounds, a.src, a.dst, np.zeros(a.n_flows, dtype=np.int64),
+                              np.asarray(load, dtype=np.float64),
+                              np.array([rates.sum()]), a.ports)
+            return out[:, 0]
+        return _bottleneck(flows, bounds, a.src, a.dst, np.asarray(core, dtype=np.int64),
+                           np.asarray(load, dtype=np.float64), rates, a.ports)
+
+    def dense_loads(self, flows, bounds, load) -> np.ndarray:
+        """``(groups, 2P)`` bytes per group and port (inputs then outputs)."""
+        a = self.arrays
+        return _dense(flows, bounds, a.src, a.dst, np.asarray(load, dtype=np.float64), a.ports)
+
+
+def index_for(policy, arrays) -> FlowIndex:
+    """The policy's cached :class:`FlowIndex` for ``arrays`` (built on first use)."""
+    idx = getattr(policy, "_flow_index", None)
+    if idx is None or idx.arrays is not arrays:
+        idx = FlowIndex(arrays)
+        policy._flow_index = idx
+    return idx
+
+
+# ----------------------------------------------------------------------------- plans
+def ordered_plan(state: State, index: FlowIndex, order: np.ndarray, *,
+                 core_load: np.ndarray | None = None, **kw) -> tuple[Plan, np.ndarray, np.ndarray]:
+    """A ``"priority"`` plan serving the ready coflows in ``order`` (first = highest).
+
+    Flows of a coflow are ranked by index. With several cores the unpinned flows take
+    cores in priority order by :func:`controller.cores.least_loaded_cores` with per-flow
+    load ``core_load`` (default: the remaining bytes); single core: core 0.
+
+    Returns ``(plan, flows, bounds)``: the eligible flows in priority order and the
+    boundaries of each coflow's run in it (as :meth:`FlowIndex.gather`).
+    """
+    a = state.arrays
+    order = np.asarray(order, dtype=np.int64)
+    flows, bounds = index.gather(order, state.eligible)
+    pos = np.repeat(np.arange(len(order), dtype=np.float64), np.diff(bounds))
+    rank = np.full(a.n_flows, float(len(order) + 1))
+    rank[flows] = pos + index.tie[flows]
+    if a.cores == 1:
+        core = np.zeros(a.n_flows, dtype=np.int64)
+    else:
+        load = state.remaining if core_load is None else core_load
+        core = least_loaded_cores(a, flows, load, state.core, state.workload.fabric.rates)
+        core[core < 0] = 0
+    plan = Plan(core=core, rank=rank, **kw)
+    if _HAS_COFLOW_ORDER:
+        plan.coflow_order = order  # lets the engine skip sorting flows by rank
+    return plan, flows, bounds
+
+
+def madd_caps(arrays, order: np.ndarray, group: np.ndarray, core: np.ndarray,
+              remaining: np.ndarray, core_rates) -> np.ndarray:
+    """MADD rate caps (bits/s per flow; ``nan`` outside ``order``).
+
+    Parameters
+    ----------
+    arrays : FlowArrays
+    order : int array
+        Flows in priority order; the flows of one group must be contiguous.
+    group : int array, one entry per position of ``order``
+        Group id (equal for the flows allocated together: one coflow, or one sub-coflow).
+    core : int array per flow
+        The core each flow uses.
+    remaining : float array per flow (bytes)
+    core_rates : sequence of float (bits/s per core)
+
+    Returns
+    -------
+    float array per flow: ``remaining / Γ`` in bits/s, where ``Γ`` is the group's bottleneck
+    time on the capacity left by the groups before it; ``0`` for a group that needs a port
+    earlier groups have saturated (Varys gives it nothing and leaves it to backfilling).
+    """
+    cap = np.full(arrays.n_flows, np.nan)
+    order = np.asarray(order, dtype=np.int64)
+    if order.size:
+        out = np.zeros(arrays.n_flows)
+        _madd(order, np.asarray(group, dtype=np.int64), arrays.src, arrays.dst,
+              np.asarray(core, dtype=np.int64), np.asarray(remaining, dtype=np.float64),
+              np.asarray(core_rates, dtype=np.float64) / 8.0, arrays.ports, out)
+        cap[order] = out[order] * 8.0
+    return cap
