@@ -25,6 +25,7 @@ Constraints"; algorithms.md section 2.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 from controller.compute import fifo, jsqmw, psrs, synchpack1, synchpack2, synchpack3, tetris
@@ -55,6 +56,10 @@ class ComputePolicy:
     lower_bound : str, the LP that bounds its schedules from below ("lp1", "lp2", "lp3")
     ratio : str, proven approximation ratio against that LP ("" for heuristics)
     summary : str
+    plan : callable ``(sub: ComputeArrays, background) -> ComputeSchedule``
+        The offline algorithm on a residual instance (times from 0, ``background``
+        occupancy ``(machine, size, until)``): what online re-planning
+        (:class:`~controller.compute.online.Replanner`) and the joint simulator call.
     """
 
     name: str
@@ -65,28 +70,32 @@ class ComputePolicy:
     lower_bound: str
     ratio: str
     summary: str
+    plan: Callable[..., ComputeSchedule] = None
 
 
 _POLICIES = {p.name: p for p in [
     ComputePolicy("synchpack-1", synchpack1.schedule, True, True, False, "lp1", "6+eps",
                   "LP1 + greedy packing of task fractions + slow motion (preemptive, "
-                  "migration)"),
+                  "migration)", synchpack1.plan),
     ComputePolicy("synchpack-2", synchpack2.schedule, False, False, False, "lp2", "24",
                   "LP2 + slow motion + machine-interval mapping + block packing "
-                  "(non-preemptive)"),
+                  "(non-preemptive)", synchpack2.plan),
     ComputePolicy("synchpack-3", synchpack3.schedule, True, False, True, "lp3", "4",
                   "LP3 ordering + per-machine greedy list packing (preemptive, single "
-                  "machine)"),
+                  "machine)", synchpack3.plan),
     ComputePolicy("psrs", psrs.schedule, True, False, True, "lp3", "",
-                  "preemptive Smith-ratio scheduling per machine"),
+                  "preemptive Smith-ratio scheduling per machine", psrs.plan),
     ComputePolicy("tetris-p", tetris.tetris_p, True, False, False, "lp2", "",
-                  "weighted Tetris packing score, re-planned with preemption at every event"),
+                  "weighted Tetris packing score, re-planned with preemption at every event",
+                  partial(tetris.plan, preemptive=True)),
     ComputePolicy("tetris-np", tetris.tetris_np, False, False, False, "lp2", "",
-                  "weighted Tetris packing score, non-preemptive"),
+                  "weighted Tetris packing score, non-preemptive",
+                  partial(tetris.plan, preemptive=False)),
     ComputePolicy("jsq-mw", jsqmw.schedule, False, False, False, "lp2", "",
-                  "join-shortest-queue routing + MaxWeight service with greedy packing"),
+                  "join-shortest-queue routing + MaxWeight service with greedy packing",
+                  jsqmw.plan),
     ComputePolicy("fifo", fifo.schedule, False, False, False, "lp2", "",
-                  "arrival order, fastest machine with room, non-preemptive"),
+                  "arrival order, fastest machine with room, non-preemptive", fifo.plan),
 ]}
 
 
