@@ -222,17 +222,8 @@ class MininetRun:
             preexec_fn=(lambda: os.setpriority(os.PRIO_PROCESS, 0, nice)) if nice else None)
         out.close()
         cleaner.add_procs(self.run_dir, [(self.controller.pid, "controller.app")])
-        deadline = time.time() + 60
-        while not os.path.exists(api):
-            if self.controller.poll() is not None:
-                raise EmulationError("the controller exited at start:\n" + self._tail(
-                    "controller.out") + self._tail("controller.log"))
-            if time.time() > deadline:
-                raise EmulationError("the controller did not open its API socket in 60 s")
-            time.sleep(0.02)
-        self.timings["controller_start_s"] = time.perf_counter() - t
-        # the network
-        t = time.perf_counter()
+        # the network, while the controller starts (switches retry until it listens)
+        tn = time.perf_counter()
         from mininet.log import setLogLevel
         setLogLevel("error" if self.quiet else "info")
         rates = [r / self.time_scale * self.wire_overhead for r in w.fabric.rates]
@@ -244,7 +235,16 @@ class MininetRun:
         shells = [(n.pid, f"mininet:{n.name}") for n in self.net.hosts + self.net.switches
                   if getattr(n, "pid", None)]
         cleaner.add_procs(self.run_dir, shells)
-        self.timings["network_build_s"] = time.perf_counter() - t
+        self.timings["network_build_s"] = time.perf_counter() - tn
+        deadline = time.time() + 60
+        while not os.path.exists(api):
+            if self.controller.poll() is not None:
+                raise EmulationError("the controller exited at start:\n" + self._tail(
+                    "controller.out") + self._tail("controller.log"))
+            if time.time() > deadline:
+                raise EmulationError("the controller did not open its API socket in 60 s")
+            time.sleep(0.02)
+        self.timings["controller_start_s"] = time.perf_counter() - t
         self.ports_before = port_bytes(n_hosts, w.fabric.cores)
         if self.interactive:
             return

@@ -262,8 +262,33 @@ def _tc_batch(lines: list[str], run) -> None:
 
 
 def stop_network(net) -> None:
-    """Stop ``net`` (switches, hosts, links); never raises."""
+    """Stop ``net`` quickly; never raises.
+
+    One ``ovs-vsctl`` call deletes every bridge; ending the host shells destroys the host
+    namespaces and with them both ends of every veth (Mininet's ``net.stop()`` deletes the
+    links one ``ip link del`` at a time, seconds on a 16 x 4 fabric). Whatever is still
+    there afterwards (it should not be) goes the slow way.
+    """
     try:
-        net.stop()
-    except Exception:  # noqa: BLE001 - best effort; emulate.clean removes what remains
-        pass
+        names = [sw.name for sw in net.switches]
+        if names:
+            cmd = ["ovs-vsctl", "--timeout=10"]
+            for b in names:
+                cmd += ["--", "--if-exists", "del-br", b]
+            subprocess.run(cmd, capture_output=True)
+        for node in net.hosts + net.switches:
+            node.terminate()
+        for c in net.controllers:
+            c.stop()
+        ours = {i.name for link in net.links for i in (link.intf1, link.intf2)} | set(names)
+        r = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True)
+        for line in r.stdout.splitlines():
+            parts = line.split(":", 2)
+            name = parts[1].strip().split("@")[0] if len(parts) > 1 else ""
+            if name in ours:
+                subprocess.run(["ip", "link", "del", name], capture_output=True)
+    except Exception:  # noqa: BLE001 - fall back to Mininet's own teardown
+        try:
+            net.stop()
+        except Exception:  # noqa: BLE001 - best effort; emulate.clean removes what remains
+            pass
