@@ -1,0 +1,606 @@
+"""Tests of the event-driven simulator (emulate.sim, emulate.matching).
+
+* Every registered policy (``available()`` when the tests run) produces, on random small
+  workloads (releases, random DAGs, empty coflows, zero-byte flows, heterogeneous cores),
+  a schedule the independent verifier (tests/verifier.py) accepts.
+* The incremental priority-greedy matching gives the same completions as the rescan path.
+* Hand-computed examples: port sharing, DAG successors, preemption, heterogeneous cores.
+* A brute-force reference: an exact (``Fraction``) event-driven implementation of the
+  papers' priority-greedy matching engine (algorithms.md 1.5), written here, gives the
+  same completion times as the simulator under a fixed flow order and core map.
+
+Times: ``rate_bps = 8`` makes one byte take one second at full rate.
+"""
+from __future__ import annotations
+
+import inspect
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from controller.model import Coflow, Flow, Workload
+from controller.plan import Plan
+from controller.policies import Policy, PolicyError, available, get_policy
+from emulate.sim import Simulator, simulate
+from topologies.fabric import Fabric
+from verifier import flow_refs, verify
+
+R = 8.0
+REGISTERED = sorted(available())
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+# --------------------------------------------------------------------------- test policy
+class FixedOrder(Policy):
+    """Ranks flows by a fixed list (first = highest priority); a fixed core per flow.
+
+    Not registered: a test instrument. ``order`` lists flow indices (the engines'
+    numbering, see ``verifier.flow_refs``); flows not listed come after, by index.
+    """
+
+    name = "test-fixed-order"
+
+    def __init__(self, order, cores=None):
+        super().__init__()
+        self.order = [int(f) for f in order]
+        self.cores = None if cores is None else [int(h) for h in cores]
+
+    def plan(self, state):
+        n = state.arrays.n_flows
+        rank = np.arange(n, dtype=np.float64) + n
+        rank[self.order] = np.arange(len(self.order), dtype=np.float64)
+        core = (np.zeros(n, dtype=np.int64) if self.cores is None
+                else np.array(self.cores, dtype=np.int64))
+        return Plan(core=core, rank=rank)
+
+
+class Checked(Policy):
+    """Wraps a policy; checks the :class:`~controller.plan.State` it is given at every call
+    against the documented contract (controller/plan.py) and against the workload."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+        self.name = inner.name or type(inner).__name__
+        self.calls = 0
+
+    def start(self, workload):
+        self.workload = workload
+        self.last = -np.inf
+        self.inner.start(workload)
+
+    def plan(self, state):
+        self.calls += 1
+        check_state(self.workload, state, self.last)
+        self.last = state.time
+        return self.inner.plan(state)
+
+
+def check_state(w, s, last_time):
+    """The State contract, from the workload alone (flows numbered like flow_refs)."""
+    refs = flow_refs(w)
+    size = np.array([r.bytes for r in refs])
+    of = np.array([r.coflow for r in refs], dtype=np.int64)
+    t = s.time
+    where = f"t={t} ({s.event})"
+    assert t >= last_time, f"{where}: time went back from {last_time}"
+    index = {c.id: k for k, c in enumerate(w.coflows)}
+    rel = np.array([c.release for c in w.coflows])
+    assert np.array_equal(s.released, rel <= t), f"{where}: released {s.released}"
+    assert np.all((s.remaining >= 0) & (s.remaining <= size)), f"{where}: remaining"
+    assert np.array_equal(s.flow_done, s.remaining == 0), f"{where}: flow_done"
+    sent = size - s.remaining
+    assert np.array_equal(s.core >= 0, sent > 0), \
+        (f"{where}: core {s.core.tolist()} must be >= 0 exactly for flows that have sent "
+         f"(sent {sent.tolist()})")
+    assert close(s.sent, np.bincount(of, weights=sent, minlength=len(w.coflows))), \
+        f"{where}: sent per coflow {s.sent} vs flows {sent}"
+    for k, c in enumerate(w.coflows):
+        preds_done = all(s.done[index[a]] for a, b in w.precedence if b == c.id)
+        assert s.ready[k] == (s.released[k] and preds_done), f"{where}: ready[{c.id}]"
+        all_sent = bool(np.all(s.flow_done[of == k]))
+        assert s.done[k] == (s.ready[k] and all_sent), f"{where}: done[{c.id}]"
+        if s.done[k]:
+            assert s.completion[k] <= t, f"{where}: completion[{c.id}] in the future"
+        else:
+            assert np.isnan(s.completion[k]), f"{where}: completion[{c.id}] while running"
+    assert np.array_equal(s.eligible, s.ready[of] & ~s.flow_done), f"{where}: eligible"
+
+
+# --------------------------------------------------------------------------- instances
+#: Whether the random workloads contain coflows without bytes (no flows, or only
+#: zero-byte flows). Off while bug #1 (see test_empty_coflow_*) is open: with it on, almost
+#: every property test below fails on that one bug and would hide any other.
+EMPTY_COFLOWS = False
+
+
+@st.composite
+def workloads(draw, *, ports=(2, 6), cores=(1, 3), coflows=(1, 8), max_flows=4, max_size=5,
+              heterogeneous=True, zero_flows=True, empty=None, rate=R):
+    """Small random workloads: integer sizes and releases, random DAG, weights 0..5.
+
+    ``zero_flows``: flows of 0 bytes may appear; ``empty``: coflows without bytes may
+    appear (default :data:`EMPTY_COFLOWS`).
+    """
+    empty = EMPTY_COFLOWS if empty is None else empty
+    P = draw(st.integers(*ports))
+    m = draw(st.integers(*cores))
+    n = draw(st.integers(*coflows))
+    core_rates = None
+    if heterogeneous and m > 1 and draw(st.booleans()):
+        core_rates = tuple(draw(st.lists(st.sampled_from([rate / 2, rate, 2 * rate, 3 * rate]),
+                                         min_size=m, max_size=m)))
+    cfs = []
+    pair = st.tuples(st.integers(0, P - 1), st.integers(0, P - 1))
+    for k in range(n):
+        pairs = draw(st.lists(pair, min_size=0 if empty else 1, max_size=max_flows,
+                              unique=True))
+        sizes = draw(st.lists(st.integers(0 if zero_flows else 1, max_size),
+                              min_size=len(pairs), max_size=len(pairs)))
+        if not empty and not any(sizes):
+            sizes[0] = draw(st.integers(1, max_size))
+        rel = draw(st.integers(0, 6)) if draw(st.booleans()) else 0
+        cfs.append(Coflow(f"c{k}", tuple(Flow(s, d, float(b)) for (s, d), b in
+                                         zip(pairs, sizes)),
+                          release=float(rel), weight=float(draw(st.integers(0, 5)))))
+    all_arcs = [(a, b) for a in range(n) for b in range(a + 1, n)]
+    arcs = draw(st.lists(st.sampled_from(all_arcs), unique=True, max_size=n)) if all_arcs else []
+    return Workload(Fabric(ports=P, cores=m, rate_bps=rate, core_rates=core_rates),
+                    tuple(cfs), tuple((f"c{a}", f"c{b}") for a, b in sorted(arcs)))
+
+
+@st.composite
+def ordered_workloads(draw, **kw):
+    """A workload with a flow order (permutation) and a core per flow."""
+    w = draw(workloads(**kw))
+    nf = len(flow_refs(w))
+    order = draw(st.permutations(range(nf)))
+    cores = draw(st.lists(st.integers(0, w.fabric.cores - 1), min_size=nf, max_size=nf))
+    return w, order, cores
+
+
+def w_of(coflows, arcs=(), ports=4, cores=1, core_rates=None, rate=R):
+    return Workload(Fabric(ports=ports, cores=cores, rate_bps=rate, core_rates=core_rates),
+                    tuple(coflows), tuple(arcs))
+
+
+def close(a, b, rel=1e-9):
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return a.shape == b.shape and np.allclose(a, b, rtol=rel, atol=rel)
+
+
+def variants(name):
+    """Option sets to run a registered policy with: defaults, and online mode if it has one."""
+    out = [{}]
+    params = inspect.signature(available()[name].__init__).parameters
+    if "mode" in params:
+        out.append({"mode": "online"})
+    return out
+
+
+#: Bug #3 (controller/policies/lp_list.py, online mode): at a re-plan, a coflow whose
+#: started flows have all finished loses its core: ``lp_list_schedule`` lists only flows
+#: with bytes left, so ``assign_cores_by_coflow`` never sees the finished flow's pinned
+#: core and sends the coflow's remaining flows to another core. lp-coflow online on BUG3:
+#: c2's flow 1->0 runs on core 1 during [0, 1], its flow 1->1 on core 0 during [1, 2].
+BUG3 = Workload(Fabric(ports=2, cores=2, rate_bps=R), (
+    Coflow("c0", (Flow(0, 0, 1.0),), release=1.0),
+    Coflow("c1", (Flow(0, 0, 1.0),)),
+    Coflow("c2", (Flow(1, 0, 1.0), Flow(1, 1, 1.0)))))
+BUG3_REASON = ("bug #3: lp-coflow mode=online splits a coflow over two cores when its "
+               "started flows finished before a re-plan (BUG3: c2 on cores [0, 1])")
+INDIVISIBLE = ("lp-coflow", "lp-single")
+
+
+def _policy_run(name, options):
+    pid = name + "".join(f"-{v}" for v in options.values())
+    marks = ()
+    if name == "lp-coflow" and options.get("mode") == "online":
+        marks = pytest.mark.xfail(strict=True, reason=BUG3_REASON)
+    return pytest.param(name, options, id=pid, marks=marks)
+
+
+POLICY_RUNS = [_policy_run(n, o) for n in REGISTERED for o in variants(n)]
+
+
+def run_or_refuse(w, name, options, **kw):
+    """Simulate; a policy may refuse a heterogeneous fabric with PolicyError, nothing else."""
+    policy = get_policy(name, **options)
+    try:
+        return simulate(w, policy, segments=True, **kw)
+    except PolicyError:
+        if w.fabric.identical:
+            raise
+        return None
+
+
+# --------------------------------------------------------------------------- all policies
+def test_there_are_registered_policies():
+    assert {"fifo", "lp-flow", "lp-coflow", "lp-single"} <= set(REGISTERED)
+
+
+@pytest.mark.parametrize("name, options", POLICY_RUNS)
+@settings(max_examples=100, **SETTINGS)
+@example(w=BUG3)
+@given(w=workloads())
+def test_every_registered_policy_produces_a_schedule_the_verifier_accepts(name, options, w):
+    """Indivisible algorithms (lp-coflow, lp-single) must also keep a coflow on one core."""
+    result = run_or_refuse(w, name, options)
+    if result is None:
+        return
+    v = verify(w, result, indivisible=name in INDIVISIBLE)
+    assert v.objective == pytest.approx(result.total_weighted_completion, rel=1e-9, abs=1e-9)
+    if name == "lp-single":
+        assert set(result.segments.core.tolist()) <= {0}
+
+
+@pytest.mark.xfail(strict=True, reason=BUG3_REASON)
+def test_lp_coflow_online_keeps_a_coflow_on_one_core_after_its_first_flows_finish():
+    r = simulate(BUG3, get_policy("lp-coflow", mode="online"), segments=True)
+    verify(BUG3, r, indivisible=True)
+
+
+@pytest.mark.parametrize("name", ["fifo", "lp-flow"])
+def test_policies_on_heterogeneous_cores_are_verified_or_refused_with_policy_error(name):
+    w = w_of([Coflow("a", (Flow(0, 1, 4.0), Flow(1, 0, 2.0))),
+              Coflow("b", (Flow(0, 1, 4.0),), release=1.0)], cores=2, core_rates=(R, 2 * R))
+    result = run_or_refuse(w, name, {})
+    if name == "lp-flow":
+        assert result is None  # the LP algorithms assume identical cores
+    else:
+        verify(w, result)
+
+
+# --------------------------------------------------------------------------- incremental
+def same_run(w, make_policy):
+    a = Simulator(w, make_policy(), segments=True, incremental=True).run()
+    b = Simulator(w, make_policy(), segments=True, incremental=False).run()
+    verify(w, a)
+    verify(w, b)
+    assert close(a.coflow_completion, b.coflow_completion), \
+        (a.coflow_completion, b.coflow_completion)
+    assert close(a.flow_completion, b.flow_completion), (a.flow_completion, b.flow_completion)
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(case=ordered_workloads())
+def test_incremental_matching_equals_rescan_under_a_fixed_order(case):
+    w, order, cores = case
+    same_run(w, lambda: FixedOrder(order, cores))
+
+
+#: Bug #2 (emulate/matching.py run_matching): when a flow completes exactly at the stop
+#: time (a release, the plan's horizon), the matching is repaired under the *old* plan
+#: before STOP_TIME is returned; the flows it starts there are pinned to a core
+#: (State.core >= 0) although they have sent nothing, so the next plan cannot move them.
+#: The rescan path does not do this. Here FIFO's order c1, c2, c3 is inverted: c3's flow
+#: (3) is pinned to core 1 at t=2 and runs first; rescan (and FIFO) give c2 3, c3 4.
+BUG2 = Workload(Fabric(ports=2, cores=2, rate_bps=R), (
+    Coflow("c0", (Flow(0, 0, 1.0),), release=2.0),
+    Coflow("c1", (Flow(0, 1, 3.0), Flow(0, 0, 2.0))),
+    Coflow("c2", (Flow(0, 0, 1.0),)),
+    Coflow("c3", (Flow(0, 0, 1.0),))))
+BUG2_REASON = ("bug #2: emulate.matching.run_matching starts (and pins) flows under the old "
+               "plan at the stop time before returning STOP_TIME; State.core then pins flows "
+               "that have sent nothing (fifo on BUG2: incremental [4,3,4,3], rescan [4,3,3,4])")
+
+
+@pytest.mark.xfail(strict=True, reason=BUG2_REASON)
+def test_fifo_keeps_its_order_when_a_flow_completes_at_a_release_instant():
+    r = simulate(BUG2, get_policy("fifo"), segments=True)
+    verify(BUG2, r)
+    assert r.coflow_completion.tolist() == [4.0, 3.0, 3.0, 4.0]
+
+
+def test_fifo_on_the_bug2_instance_with_rescan_gives_fifo_order():
+    r = Simulator(BUG2, get_policy("fifo"), segments=True, incremental=False).run()
+    verify(BUG2, r)
+    assert r.coflow_completion.tolist() == [4.0, 3.0, 3.0, 4.0]
+
+
+@pytest.mark.xfail(strict=True, reason=BUG2_REASON)
+def test_flow_that_has_sent_nothing_is_not_pinned_at_a_release_instant():
+    Simulator(BUG2, Checked(get_policy("fifo")), incremental=True).run()
+
+
+@pytest.mark.xfail(strict=True, reason=BUG2_REASON)
+@settings(max_examples=300, **SETTINGS)
+@example(w=BUG2, name="fifo")
+@given(w=workloads(heterogeneous=False), name=st.sampled_from(REGISTERED))
+def test_incremental_matching_equals_rescan_for_registered_policies(w, name):
+    same_run(w, lambda: get_policy(name))
+
+
+@pytest.mark.parametrize("name", REGISTERED)
+@settings(max_examples=50, **SETTINGS)
+@given(w=workloads())
+def test_state_given_to_every_registered_policy_is_consistent_on_the_rescan_path(name, w):
+    try:
+        Simulator(w, Checked(get_policy(name)), incremental=False).run()
+    except PolicyError:
+        assert not w.fabric.identical
+
+
+@pytest.mark.xfail(strict=True, reason=BUG2_REASON)
+@settings(max_examples=300, **SETTINGS)
+@example(w=BUG2, name="fifo")
+@given(w=workloads(), name=st.sampled_from(REGISTERED))
+def test_state_given_to_registered_policies_is_consistent_on_the_incremental_path(w, name):
+    try:
+        Simulator(w, Checked(get_policy(name)), incremental=True).run()
+    except PolicyError:
+        assert not w.fabric.identical
+
+
+# --------------------------------------------------------------------------- by hand
+def run_fixed(w, order, cores=None, **kw):
+    result = simulate(w, FixedOrder(order, cores), segments=True, **kw)
+    verify(w, result)
+    return result
+
+
+def segments_of(result, flow):
+    s = result.segments
+    idx = np.flatnonzero(s.flow == flow)
+    idx = idx[np.argsort(s.start[idx])]
+    return [(float(s.start[i]), float(s.end[i]), float(s.rate_bps[i]), int(s.core[i]))
+            for i in idx]
+
+
+def merged(segs):
+    """Consecutive segments of one flow at the same rate joined: [(start, end, rate)]."""
+    out = []
+    for t0, t1, r, _ in segs:
+        if out and out[-1][1] == t0 and out[-1][2] == r:
+            out[-1] = (out[-1][0], t1, r)
+        else:
+            out.append((t0, t1, r))
+    return out
+
+
+@pytest.mark.parametrize("order", [[0, 1], [1, 0]])
+def test_two_flows_sharing_an_input_port_finish_at_one_and_two_size_units(order):
+    w = w_of([Coflow("a", (Flow(0, 1, 1.0),)), Coflow("b", (Flow(0, 2, 1.0),))])
+    r = run_fixed(w, order)
+    first, second = order
+    assert r.flow_completion[first] == 1.0 and r.flow_completion[second] == 2.0
+    assert merged(segments_of(r, second)) == [(1.0, 2.0, R)]
+
+
+def test_two_flows_sharing_an_output_port_serialize_and_disjoint_ports_run_in_parallel():
+    w = w_of([Coflow("a", (Flow(0, 2, 3.0), Flow(3, 1, 2.0))),
+              Coflow("b", (Flow(1, 2, 5.0),))])
+    r = run_fixed(w, [0, 1, 2])
+    assert r.flow_completion.tolist() == [3.0, 2.0, 8.0]
+    assert r.coflow_completion.tolist() == [3.0, 8.0]
+
+
+def test_fifo_serves_the_example_of_the_simulator_docstring():
+    w = w_of([Coflow("a", (Flow(0, 1, 2.0),)), Coflow("b", (Flow(0, 1, 1.0),))], ports=2)
+    r = simulate(w, get_policy("fifo"), segments=True)
+    verify(w, r)
+    assert r.coflow_completion.tolist() == [2.0, 3.0]
+
+
+def test_dag_successor_starts_exactly_when_its_predecessor_ends():
+    w = w_of([Coflow("a", (Flow(0, 1, 2.0), Flow(1, 0, 1.0))), Coflow("b", (Flow(2, 3, 1.0),))],
+             arcs=[("a", "b")])
+    r = run_fixed(w, [2, 0, 1])  # b's flow first in the list: still waits for a
+    assert merged(segments_of(r, 2)) == [(2.0, 3.0, R)]
+    assert r.coflow_completion.tolist() == [2.0, 3.0]
+
+
+#: Bug #1 (emulate/sim.py Simulator.step): after every advance,
+#: ``for k in flatnonzero((left == 0) & ~cdone): _complete(k)`` completes *every* coflow
+#: without bytes left, including empty coflows (no flows, or only zero-byte flows) that
+#: are not ready yet (not released, or predecessors unfinished). They get the current time
+#: as completion, and their successors' predecessor counts are decremented early (and
+#: again when they really become ready, so a successor can wait forever).
+BUG1_REASON = ("bug #1: emulate.sim completes empty coflows that are not ready yet (before "
+               "their release or their predecessors) at the first event, and releases their "
+               "successors early")
+
+
+@pytest.mark.xfail(strict=True, reason=BUG1_REASON)
+def test_empty_coflow_between_two_coflows_keeps_the_precedence_with_fifo():
+    # a (2 s) -> e (no flows) -> b; x (1 s, other ports) makes an event at t=1.
+    w = w_of([Coflow("a", (Flow(0, 1, 2.0),)), Coflow("e", ()), Coflow("b", (Flow(2, 3, 1.0),)),
+              Coflow("x", (Flow(4, 5, 1.0),))], arcs=[("a", "e"), ("e", "b")], ports=6)
+    r = simulate(w, get_policy("fifo"), segments=True)
+    verify(w, r)  # got: b sends at 1, before e (and a) complete at 2
+    assert r.coflow_completion.tolist() == [2.0, 2.0, 3.0, 1.0]
+
+
+@pytest.mark.xfail(strict=True, reason=BUG1_REASON)
+def test_empty_coflow_after_a_released_later_coflow_completes_after_it():
+    w = w_of([Coflow("c0", (Flow(0, 0, 1.0),), release=1.0), Coflow("c1", ())],
+             arcs=[("c0", "c1")], ports=2)
+    r = run_fixed(w, [0])  # got: c1 completes at 1.0, before c0 (2.0)
+    assert r.coflow_completion.tolist() == [2.0, 2.0]
+
+
+@pytest.mark.xfail(strict=True, reason=BUG1_REASON)
+def test_chain_through_an_empty_coflow_and_a_late_release():
+    # a (2 s) -> e (no flows) -> b; b released at 5; c (no flows) released at 3
+    w = w_of([Coflow("a", (Flow(0, 1, 2.0),)), Coflow("e", ()),
+              Coflow("b", (Flow(0, 1, 1.0),), release=5.0), Coflow("c", (), release=3.0),
+              Coflow("z", (Flow(2, 3, 0.0),))],
+             arcs=[("a", "e"), ("e", "b")])
+    r = run_fixed(w, [0, 1])
+    assert r.coflow_completion.tolist() == [2.0, 2.0, 6.0, 3.0, 0.0]
+
+
+@pytest.mark.xfail(strict=True, reason=BUG1_REASON)
+def test_all_coflows_empty_complete_at_their_ready_times():
+    w = w_of([Coflow("a", (), release=2.0), Coflow("b", (), release=1.0)], arcs=[("a", "b")])
+    r = run_fixed(w, [])
+    assert r.coflow_completion.tolist() == [2.0, 2.0]
+
+
+def test_later_release_preempts_lower_priority_when_the_policy_ranks_it_first():
+    w = w_of([Coflow("lo", (Flow(0, 1, 4.0),)), Coflow("hi", (Flow(0, 1, 1.0),), release=1.0)])
+    r = run_fixed(w, [1, 0])
+    assert merged(segments_of(r, 0)) == [(0.0, 1.0, R), (2.0, 5.0, R)]
+    assert merged(segments_of(r, 1)) == [(1.0, 2.0, R)]
+    assert r.coflow_completion.tolist() == [5.0, 2.0]
+
+
+def test_fifo_does_not_preempt_for_a_later_release():
+    w = w_of([Coflow("lo", (Flow(0, 1, 4.0),)), Coflow("hi", (Flow(0, 1, 1.0),), release=1.0)])
+    r = simulate(w, get_policy("fifo"), segments=True)
+    verify(w, r)
+    assert r.coflow_completion.tolist() == [4.0, 5.0]
+
+
+def test_preempted_flow_resumes_on_its_own_core():
+    w = w_of([Coflow("lo", (Flow(0, 1, 4.0),)), Coflow("hi", (Flow(0, 1, 1.0),), release=1.0)],
+             cores=2)
+    r = run_fixed(w, [1, 0], cores=[1, 1])
+    assert {h for *_, h in segments_of(r, 0)} == {1}
+    assert r.coflow_completion.tolist() == [5.0, 2.0]
+
+
+def test_heterogeneous_core_rates_give_each_core_its_own_speed():
+    w = w_of([Coflow("slow", (Flow(0, 1, 4.0),)), Coflow("fast", (Flow(0, 1, 4.0),))],
+             cores=2, core_rates=(R, 2 * R))
+    r = run_fixed(w, [0, 1], cores=[0, 1])
+    assert r.coflow_completion.tolist() == [4.0, 2.0]
+    assert merged(segments_of(r, 1)) == [(0.0, 2.0, 2 * R)]
+
+
+def test_time_scales_with_the_link_rate():
+    w = w_of([Coflow("a", (Flow(0, 1, 1e6),))], rate=1e9)
+    r = run_fixed(w, [0])
+    assert r.coflow_completion[0] == pytest.approx(8e6 / 1e9, rel=1e-12)
+
+
+@settings(max_examples=100, **SETTINGS)
+@given(case=ordered_workloads(heterogeneous=False), c=st.sampled_from([2, 3, 7]))
+def test_scaling_sizes_and_releases_scales_every_completion(case, c):
+    w, order, cores = case
+    scaled = w.replace(coflows=tuple(
+        Coflow(k.id, tuple(Flow(f.src, f.dst, f.bytes * c) for f in k.flows),
+               release=k.release * c, weight=k.weight) for k in w.coflows))
+    a = simulate(w, FixedOrder(order, cores))
+    b = simulate(scaled, FixedOrder(order, cores))
+    assert close(a.coflow_completion * c, b.coflow_completion)
+
+
+# --------------------------------------------------------------------------- reference
+def reference_engine(w, order, cores):
+    """algorithms.md 1.5, exactly (Fractions): returns (flow, coflow) completion times.
+
+    ``order``: flow indices (``flow_refs`` numbering), first = highest priority;
+    ``cores``: a core per flow. One global loop over all cores; at each event, for each
+    core, scan the list and select every eligible flow whose input and output port on
+    that core are both free; advance to the next completion or release.
+    """
+    flows = flow_refs(w)
+    n = len(w.coflows)
+    index = {c.id: k for k, c in enumerate(w.coflows)}
+    preds = [[] for _ in range(n)]
+    for a, b in w.precedence:
+        preds[index[b]].append(index[a])
+    release = [Fraction(c.release) for c in w.coflows]
+    speed = [Fraction(w.fabric.core_rate(h)) / 8 for h in range(w.fabric.cores)]
+    rem = [Fraction(f.bytes) for f in flows]
+    cf = [None] * len(flows)
+    ck = [None] * n
+    mine = [[f for f, r in enumerate(flows) if r.coflow == k] for k in range(n)]
+    t = Fraction(0)
+
+    def ready(k):
+        return release[k] <= t and all(ck[p] is not None for p in preds[k])
+
+    def settle():  # completions at t, including empty coflows (cascading)
+        changed = True
+        while changed:
+            changed = False
+            for k in range(n):
+                if ck[k] is None and ready(k) and all(rem[f] == 0 for f in mine[k]):
+                    ck[k] = t
+                    changed = True
+
+    settle()
+    while any(c is None for c in ck):
+        sel = []
+        used_in, used_out = set(), set()
+        for f in order:  # one scan; ports are per core
+            r = flows[f]
+            if rem[f] > 0 and ready(r.coflow):
+                h = cores[f]
+                if (h, r.src) not in used_in and (h, r.dst) not in used_out:
+                    sel.append(f)
+                    used_in.add((h, r.src))
+                    used_out.add((h, r.dst))
+        later = [x for x in release if x > t]
+        nxt = min(later) if later else None
+        if not sel:
+            assert nxt is not None, "reference engine stuck"
+            t = nxt
+            settle()
+            continue
+        dt = min(rem[f] / speed[cores[f]] for f in sel)
+        if nxt is not None:
+            dt = min(dt, nxt - t)
+        for f in sel:
+            rem[f] -= speed[cores[f]] * dt
+            if rem[f] == 0:
+                cf[f] = t + dt
+        t += dt
+        settle()
+    return cf, ck
+
+
+def test_reference_engine_on_the_hand_examples():
+    w = w_of([Coflow("lo", (Flow(0, 1, 4.0),)), Coflow("hi", (Flow(0, 1, 1.0),), release=1.0)])
+    assert reference_engine(w, [1, 0], [0, 0]) == ([5, 2], [5, 2])
+    w = w_of([Coflow("a", (Flow(0, 1, 2.0),)), Coflow("e", ()),
+              Coflow("b", (Flow(0, 1, 1.0),), release=5.0)], arcs=[("a", "e"), ("e", "b")])
+    assert reference_engine(w, [0, 1], [0, 0]) == ([2, 6], [2, 2, 6])
+
+
+@pytest.mark.parametrize("incremental", [True, False], ids=["incremental", "rescan"])
+@settings(max_examples=200, **SETTINGS)
+@given(case=ordered_workloads(ports=(2, 4), cores=(1, 2), coflows=(1, 5), max_flows=3,
+                              max_size=4))
+def test_simulator_equals_exact_reference_engine_under_a_fixed_order(case, incremental):
+    w, order, cores = case
+    cf, ck = reference_engine(w, order, cores)
+    r = Simulator(w, FixedOrder(order, cores), segments=True, incremental=incremental).run()
+    verify(w, r)
+    assert close(r.flow_completion, [float(x) for x in cf]), (r.flow_completion, cf)
+    assert close(r.coflow_completion, [float(x) for x in ck]), (r.coflow_completion, ck)
+
+
+@settings(max_examples=100, **SETTINGS)
+@given(case=ordered_workloads(ports=(2, 3), cores=(1, 2), coflows=(1, 4), max_flows=3,
+                              max_size=4, rate=24.0))
+def test_simulator_equals_exact_reference_engine_with_fractional_event_times(case):
+    w, order, cores = case  # rate 24 bit/s: 3 bytes per second, events at thirds
+    cf, ck = reference_engine(w, order, cores)
+    r = simulate(w, FixedOrder(order, cores), segments=True)
+    verify(w, r)
+    assert close(r.flow_completion, [float(x) for x in cf])
+    assert close(r.coflow_completion, [float(x) for x in ck])
+
+
+BUG1_CASE = (Workload(Fabric(ports=2, cores=1, rate_bps=R),
+                      (Coflow("c0", (Flow(0, 0, 1.0),), release=1.0), Coflow("c1", ())),
+                      (("c0", "c1"),)), [0], [0])
+
+
+@pytest.mark.xfail(strict=True, reason=BUG1_REASON)
+@settings(max_examples=200, **SETTINGS)
+@example(case=BUG1_CASE)
+@given(case=ordered_workloads(ports=(2, 4), cores=(1, 2), coflows=(1, 5), max_flows=3,
+                              max_size=4, empty=True))
+def test_simulator_equals_exact_reference_engine_with_empty_coflows(case):
+    w, order, cores = case
+    cf, ck = reference_engine(w, order, cores)
+    r = simulate(w, FixedOrder(order, cores), segments=True)
+    verify(w, r)
+    assert close(r.coflow_completion, [float(x) for x in ck])
