@@ -16,6 +16,12 @@ JSON format
 (extra keys are ignored). ``release`` defaults to 0, ``weight`` to 1; ``precedence`` and
 ``jobs`` may be omitted.
 
+A document with a ``machines`` key is a *joint* workload (compute stages, coflows and the
+job DAGs joining them, :class:`controller.jobs.JointWorkload`): it also has ``stages``,
+jobs list their ``stages``, ``coflows`` and ``arcs``, and a coflow may be a run-time
+``shuffle``. :func:`joint_from_dict` reads it, :func:`joint_to_dict` writes it; every key
+is documented in ``docs/jobs.md``.
+
 Facebook coflow benchmark (``FB2010-1Hr-150-0.txt``)
 ----------------------------------------------------
 Line 1 ``<ports> <coflows>``, then a coflow per line:
@@ -50,13 +56,18 @@ MB = 1048576
 
 # ---------------------------------------------------------------------------- JSON
 def read_json(path: str, *, cores: int | None = None, rate_bps: float | None = None
-              ) -> Workload:
+              ) -> "Workload | JointWorkload":
     """Read a workload in the project's JSON format.
 
     Parameters
     ----------
     path : str
     cores, rate_bps : optional overrides of the file's fabric (CLI ``--cores``/``--rate``).
+
+    Returns
+    -------
+    Workload, or a :class:`~controller.jobs.JointWorkload` if the document has
+    ``machines`` (see :func:`joint_from_dict`).
 
     Raises
     ------
@@ -73,6 +84,8 @@ def read_json(path: str, *, cores: int | None = None, rate_bps: float | None = N
     except json.JSONDecodeError as e:
         raise WorkloadError(f"malformed JSON: {e.msg} (column {e.colno})", source=path,
                             line=e.lineno) from None
+    if isinstance(doc, dict) and "machines" in doc:
+        return joint_from_dict(doc, source=path, text=text, cores=cores, rate_bps=rate_bps)
     return workload_from_dict(doc, source=path, text=text, cores=cores, rate_bps=rate_bps)
 
 
@@ -107,18 +120,12 @@ def _require(obj, key, kind, where, source, line, default=None):
     return v
 
 
-def workload_from_dict(doc, *, source: str = "<workload>", text: str | None = None,
-                       cores: int | None = None, rate_bps: float | None = None,
-                       name: str | None = None) -> Workload:
-    """Build a workload from a parsed JSON document (see the module docstring)."""
-    if not isinstance(doc, dict):
-        raise WorkloadError("the top level must be an object with 'fabric' and 'coflows'",
-                            source=source, line=1)
+def _fabric_from(doc, source, text, cores, rate_bps) -> Fabric:
     num = (int, float)
     fab = _require(doc, "fabric", dict, "top level", source, _line_of(text, r'"fabric"'))
     fline = _line_of(text, r'"fabric"')
     try:
-        fabric = Fabric(
+        return Fabric(
             ports=_require(fab, "ports", int, "fabric", source, fline),
             cores=int(cores) if cores is not None else _require(fab, "cores", int, "fabric",
                                                                  source, fline, default=1),
@@ -128,6 +135,17 @@ def workload_from_dict(doc, *, source: str = "<workload>", text: str | None = No
                         else fab.get("core_rates")))
     except FabricError as e:
         raise WorkloadError(str(e), source=source, line=fline, field="fabric") from None
+
+
+def workload_from_dict(doc, *, source: str = "<workload>", text: str | None = None,
+                       cores: int | None = None, rate_bps: float | None = None,
+                       name: str | None = None) -> Workload:
+    """Build a workload from a parsed JSON document (see the module docstring)."""
+    if not isinstance(doc, dict):
+        raise WorkloadError("the top level must be an object with 'fabric' and 'coflows'",
+                            source=source, line=1)
+    num = (int, float)
+    fabric = _fabric_from(doc, source, text, cores, rate_bps)
     coflows = []
     for n, c in enumerate(_require(doc, "coflows", list, "top level", source, None)):
         where = f"coflows[{n}]"
@@ -197,9 +215,237 @@ def workload_to_dict(w: Workload) -> dict:
     }
 
 
-def write_json(w: Workload, path: str) -> None:
-    """Write a workload in the JSON format (atomically)."""
-    atomic_write(path, json.dumps(workload_to_dict(w), indent=1) + "\n")
+def write_json(w, path: str) -> None:
+    """Write a workload (coflow-only or joint) in the JSON format (atomically)."""
+    doc = workload_to_dict(w) if isinstance(w, Workload) else joint_to_dict(w)
+    atomic_write(path, json.dumps(doc, indent=1) + "\n")
+
+
+# ---------------------------------------------------------------------------- joint JSON
+_WHO = re.compile(r"\b(?:task|stage|job|coflow|shuffle|machine) '([^']*)'")
+
+
+def _number_or_list(v, where, key, source, line):
+    if isinstance(v, bool) or not (isinstance(v, (int, float)) or (
+            isinstance(v, list) and v and all(isinstance(x, (int, float))
+                                             and not isinstance(x, bool) for x in v))):
+        raise WorkloadError(f"{where}: {key!r} must be a number or a non-empty list of "
+                            f"numbers, got {v!r}", source=source, line=line, field=key)
+    return tuple(float(x) for x in v) if isinstance(v, list) else (float(v),)
+
+
+def _list_of_ids(obj, key, where, source, line, default=None):
+    v = _require(obj, key, list, where, source, line, default=default)
+    for x in v:
+        if not isinstance(x, str):
+            raise WorkloadError(f"{where}: {key!r} must list ids (strings), got {x!r}",
+                                source=source, line=line, field=key)
+    return tuple(v)
+
+
+def joint_from_dict(doc, *, source: str = "<workload>", text: str | None = None,
+                    cores: int | None = None, rate_bps: float | None = None,
+                    name: str | None = None):
+    """Build a :class:`~controller.jobs.JointWorkload` from a parsed JSON document.
+
+    The format (every key in ``docs/jobs.md``)::
+
+        {"fabric": {"ports": 2, "cores": 1, "rate_bps": 1e9},
+         "machines": [{"id": "m0", "capacity": [1.0]}, {"id": "m1", "capacity": 1.0}],
+         "stages": [{"id": "map", "tasks": [{"id": "map0", "size": 0.5,
+                                             "placement": {"m0": 2.0, "m1": 4.0},
+                                             "output_bytes": 1e6}]},
+                    {"id": "reduce", "tasks": [{"id": "red0", "size": 0.5,
+                                                "placement": {"m0": 3.0, "m1": 3.0}}]}],
+         "coflows": [{"id": "shuffle", "shuffle": true}],
+         "jobs": [{"id": "j0", "weight": 2.0, "stages": ["map", "reduce"],
+                   "coflows": ["shuffle"],
+                   "arcs": [["map", "shuffle"], ["shuffle", "reduce"]]}]}
+
+    ``machines[i]`` is the host on port ``i``. A coflow of a job without a ``weight`` gets
+    the job's weight.
+
+    Raises
+    ------
+    WorkloadError
+        Naming the file, the line of the offending object (where it can be found) and
+        the field.
+    """
+    from controller.compute.model import Machine, Stage, Task
+    from controller.jobs import JointJob, JointWorkload
+
+    num = (int, float)
+    if not isinstance(doc, dict):
+        raise WorkloadError("the top level must be an object with 'fabric', 'machines', "
+                            "'stages', 'coflows' and 'jobs'", source=source, line=1)
+    fabric = _fabric_from(doc, source, text, cores, rate_bps)
+
+    def line_of_id(value):
+        return _line_of(text, _id_pattern(value))
+
+    def top_list(key, default=None):
+        return _require(doc, key, list, "top level", source, _line_of(text, f'"{key}"'),
+                        default=default)
+
+    def need_object(obj, where, key, line):
+        if not isinstance(obj, dict):
+            raise WorkloadError(f"{where} must be an object", source=source, line=line,
+                                field=key)
+
+    try:
+        machines = []
+        for n, m in enumerate(top_list("machines")):
+            need_object(m, f"machines[{n}]", "machines", _line_of(text, r'"machines"'))
+            mid = m.get("id", f"m{n}")
+            line = line_of_id(mid) if "id" in m else _line_of(text, r'"machines"')
+            where = f"machines[{n}]"
+            if not isinstance(mid, str) or not mid:
+                raise WorkloadError(f"{where}: 'id' must be a non-empty string, got {mid!r}",
+                                    source=source, line=line, field="id")
+            cap = _number_or_list(m.get("capacity", 1.0), f"machine {mid!r}", "capacity",
+                                  source, line)
+            machines.append(Machine(mid, cap))
+        # jobs first: a job's coflows default to its weight
+        raw_jobs = top_list("jobs")
+        job_weight = {}
+        for n, j in enumerate(raw_jobs):
+            need_object(j, f"jobs[{n}]", "jobs", _line_of(text, r'"jobs"'))
+            line = line_of_id(j.get("id"))
+            w = _require(j, "weight", num, f"jobs[{n}]", source, line, 1.0)
+            for cid in j.get("coflows", []) if isinstance(j.get("coflows", []), list) else []:
+                if isinstance(cid, str):
+                    job_weight.setdefault(cid, w)
+        stages, outputs = [], {}
+        for n, st in enumerate(top_list("stages")):
+            need_object(st, f"stages[{n}]", "stages", _line_of(text, r'"stages"'))
+            line = line_of_id(st.get("id"))
+            sid = _require(st, "id", str, f"stages[{n}]", source, line)
+            where = f"stage {sid!r}"
+            if "after" in st:
+                raise WorkloadError(f"{where}: 'after' is not a key of the joint format: give "
+                                    f"precedence as job arcs [before, after]", source=source,
+                                    line=line, field="after")
+            tasks = []
+            for k, t in enumerate(_require(st, "tasks", list, where, source, line)):
+                need_object(t, f"{where} tasks[{k}]", "tasks", line)
+                tline = line_of_id(t.get("id")) or line
+                tid = _require(t, "id", str, f"{where} tasks[{k}]", source, tline)
+                tw = f"task {tid!r}"
+                size = _number_or_list(_require(t, "size", None, tw, source, tline), tw,
+                                       "size", source, tline)
+                pl = _require(t, "placement", dict, tw, source, tline)
+                for mid, p in pl.items():
+                    if isinstance(p, bool) or not isinstance(p, num):
+                        raise WorkloadError(f"{tw}: placement[{mid!r}] must be a processing "
+                                            f"time in seconds, got {p!r}", source=source,
+                                            line=tline, field="placement")
+                tasks.append(Task(tid, size, pl, _require(t, "release", num, tw, source,
+                                                           tline, 0.0)))
+                if "output_bytes" in t:
+                    outputs[tid] = _require(t, "output_bytes", num, tw, source, tline)
+            stages.append(Stage(sid, tuple(tasks)))
+        coflows, shuffles = [], set()
+        for n, c in enumerate(top_list("coflows", [])):
+            where = f"coflows[{n}]"
+            need_object(c, where, "coflows", _line_of(text, r'"coflows"'))
+            line = line_of_id(c.get("id"))
+            cid = _require(c, "id", str, where, source, line)
+            where = f"coflow {cid!r}"
+            shuffle = c.get("shuffle", False)
+            if not isinstance(shuffle, bool):
+                raise WorkloadError(f"{where}: 'shuffle' must be true or false, got "
+                                    f"{shuffle!r}", source=source, line=line, field="shuffle")
+            flows = []
+            if shuffle:
+                if "flows" in c:
+                    raise WorkloadError(f"{where} is a shuffle and lists flows; a shuffle's "
+                                        f"flows are made at run time (give flows or "
+                                        f"\"shuffle\": true, not both)", source=source,
+                                        line=line, field="flows")
+                shuffles.add(cid)
+            else:
+                for k, f in enumerate(_require(c, "flows", list, where, source, line)):
+                    fw = f"{where} flows[{k}]"
+                    need_object(f, fw, "flows", line)
+                    flows.append(Flow(_require(f, "src", int, fw, source, line),
+                                      _require(f, "dst", int, fw, source, line),
+                                      _require(f, "bytes", num, fw, source, line)))
+            coflows.append(Coflow(cid, tuple(flows),
+                                  release=_require(c, "release", num, where, source, line, 0.0),
+                                  weight=_require(c, "weight", num, where, source, line,
+                                                  job_weight.get(cid, 1.0))))
+        jobs = []
+        for n, j in enumerate(raw_jobs):
+            line = line_of_id(j.get("id"))
+            jid = _require(j, "id", str, f"jobs[{n}]", source, line)
+            where = f"job {jid!r}"
+            arcs = _require(j, "arcs", list, where, source, line, [])
+            for k, arc in enumerate(arcs):
+                if not (isinstance(arc, list) and len(arc) == 2
+                        and all(isinstance(x, str) for x in arc)):
+                    raise WorkloadError(f"{where} arcs[{k}] must be a pair [before, after] of "
+                                        f"stage or coflow ids, got {arc!r}", source=source,
+                                        line=line, field="arcs")
+            prio = _require(j, "priority", int, where, source, line, 0)
+            jobs.append(JointJob(jid, _list_of_ids(j, "stages", where, source, line),
+                                 _list_of_ids(j, "coflows", where, source, line, []),
+                                 tuple(tuple(a) for a in arcs),
+                                 _require(j, "weight", num, where, source, line, 1.0), prio))
+        arcs = doc.get("precedence", [])
+        if not isinstance(arcs, list):
+            raise WorkloadError("'precedence' must be a list of [before, after] pairs",
+                                source=source, line=_line_of(text, r'"precedence"'),
+                                field="precedence")
+        return JointWorkload(fabric, machines, stages, coflows, jobs, shuffles=shuffles,
+                             output_bytes=outputs,
+                             precedence=tuple(tuple(a) if isinstance(a, list) else a
+                                              for a in arcs),
+                             name=name or str(doc.get("name", source)))
+    except WorkloadError as e:
+        if e.source is not None and e.line is not None:
+            raise
+        m = _WHO.search(e.message)
+        line = line_of_id(m.group(1)) if m else None
+        if line is None and e.field in ("precedence", "machines", "stages", "coflows",
+                                        "jobs"):
+            line = _line_of(text, f'"{e.field}"')
+        raise e.located(source, line) from None
+
+
+def joint_to_dict(w) -> dict:
+    """The JSON document of a joint workload (inverse of :func:`joint_from_dict`)."""
+    fab = {"ports": w.fabric.ports, "cores": w.fabric.cores, "rate_bps": w.fabric.rate_bps}
+    if w.fabric.core_rates:
+        fab["core_rates"] = list(w.fabric.core_rates)
+
+    def vec(v):
+        return v[0] if len(v) == 1 else list(v)
+
+    def task(t):
+        d = {"id": t.id, "size": vec(t.size), "placement": dict(t.placement),
+             "release": t.release}
+        if t.id in w.output_bytes:
+            d["output_bytes"] = w.output_bytes[t.id]
+        return d
+
+    def coflow(c):
+        d = {"id": c.id, "release": c.release, "weight": c.weight}
+        if c.id in w.shuffles:
+            d["shuffle"] = True
+        else:
+            d["flows"] = [{"src": f.src, "dst": f.dst, "bytes": f.bytes} for f in c.flows]
+        return d
+
+    return {
+        "name": w.name, "fabric": fab,
+        "machines": [{"id": m.id, "capacity": vec(m.capacity)} for m in w.machines],
+        "stages": [{"id": s.id, "tasks": [task(t) for t in s.tasks]} for s in w.stages],
+        "coflows": [coflow(c) for c in w.coflows],
+        "precedence": [list(a) for a in w.precedence],
+        "jobs": [{"id": j.id, "weight": j.weight, "priority": j.priority,
+                  "stages": list(j.stages), "coflows": list(j.coflows),
+                  "arcs": [list(a) for a in j.arcs]} for j in w.jobs],
+    }
 
 
 # ---------------------------------------------------------------------------- FB2010
