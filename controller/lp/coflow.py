@@ -251,16 +251,22 @@ def _port_loads(arrays: FlowArrays, inst: _Instance):
     Input port ``i`` is port ``i``, output port ``j`` is port ``ports + j``.
     """
     P = arrays.ports
+    nk = max(1, len(inst.coflows))
     kc = inst.col_of[arrays.coflow[inst.flows]]
-    ports = np.concatenate((arrays.src[inst.flows], P + arrays.dst[inst.flows]))
-    cols = np.concatenate((kc, kc))
+    key = np.concatenate((arrays.src[inst.flows], P + arrays.dst[inst.flows])) * nk
+    key += np.concatenate((kc, kc))
     p = np.concatenate((inst.p, inst.p))
-    key = ports * max(1, len(inst.coflows)) + cols
-    uniq, inv = np.unique(key, return_inverse=True)
-    L = np.bincount(inv, weights=p, minlength=len(uniq))
-    Q = np.bincount(inv, weights=p * p, minlength=len(uniq))
-    port = uniq // max(1, len(inst.coflows))
-    col = uniq % max(1, len(inst.coflows))
+    if 2 * P * nk <= 50_000_000:     # dense (port, coflow) grid: a bincount, no sort
+        L = np.bincount(key, weights=p, minlength=2 * P * nk)
+        Q = np.bincount(key, weights=p * p, minlength=2 * P * nk)
+        uniq = np.flatnonzero(L > 0)
+        L, Q = L[uniq], Q[uniq]
+    else:
+        uniq, inv = np.unique(key, return_inverse=True)
+        L = np.bincount(inv, weights=p, minlength=len(uniq))
+        Q = np.bincount(inv, weights=p * p, minlength=len(uniq))
+    port = uniq // nk
+    col = uniq % nk
     return port, col, L, Q
 
 

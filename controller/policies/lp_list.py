@@ -130,12 +130,19 @@ def coflow_list_order(coflow_completion, topo_rank, coflows) -> np.ndarray:
     return coflows[np.lexsort((coflows, np.asarray(topo_rank)[coflows], c))]
 
 
+def _tie_key(topo_rank, k, src, dst, ports, n_coflows):
+    """One int64 per flow ordering like ``(topo rank of k, k, i, j)``."""
+    topo = np.asarray(topo_rank, dtype=np.int64)[k]
+    return ((topo * n_coflows + k) * ports + src) * ports + dst
+
+
 def flow_list_order(flow_completion, topo_rank, flows, coflow, src, dst) -> np.ndarray:
     """Flows sorted by ``(C̄_f, topo rank of k(f), k, i, j)`` (algorithms.md 1.6, step 2)."""
     flows = np.asarray(flows, dtype=np.int64)
     k = coflow[flows]
-    return flows[np.lexsort((dst[flows], src[flows], k, np.asarray(topo_rank)[k],
-                             np.asarray(flow_completion, dtype=np.float64)[flows]))]
+    ports = int(max(src.max(initial=0), dst.max(initial=0))) + 1
+    tie = _tie_key(topo_rank, k, src[flows], dst[flows], ports, len(topo_rank))
+    return flows[np.lexsort((tie, np.asarray(flow_completion, dtype=np.float64)[flows]))]
 
 
 # ------------------------------------------------------------------------------- cores
@@ -340,7 +347,8 @@ def lp_list_schedule(workload: Workload, algorithm: str = "flow",
         pos = np.empty(a.n_coflows, dtype=np.int64)
         pos[corder] = np.arange(len(corder))
         lf = listed
-        order = lf[np.lexsort((a.dst[lf], a.src[lf], pos[a.coflow[lf]]))]
+        key = (pos[a.coflow[lf]] * a.ports + a.src[lf]) * a.ports + a.dst[lf]
+        order = lf[np.argsort(key, kind="stable")]
         counts = np.bincount(pos[a.coflow[order]], minlength=len(corder))
         flows_of = np.split(order, np.cumsum(counts)[:-1]) if len(corder) else []
         if algorithm == "single":
@@ -351,10 +359,9 @@ def lp_list_schedule(workload: Workload, algorithm: str = "flow",
             core[order] = np.repeat(ch, counts)
             p = pin[order]
             core[order] = np.where(p >= 0, p, core[order])
-    rank = np.empty(a.n_flows, dtype=np.float64)
-    rest = np.setdiff1d(np.arange(a.n_flows), order)
+    # unlisted flows after the list, by index
+    rank = len(order) + np.arange(a.n_flows, dtype=np.float64)
     rank[order] = np.arange(len(order), dtype=np.float64)
-    rank[rest] = len(order) + rest.astype(np.float64)
     return ListSchedule(order=order, rank=rank, core=core, coflow_order=corder, lp=lp,
                         algorithm=algorithm)
 
