@@ -181,6 +181,15 @@ class Channel:
             self._pending.pop(rid, None)
         return slot[1]
 
+    def request_cb(self, obj: dict, callback) -> int:
+        """Send a request; ``callback(answer)`` runs in the reading thread when it comes."""
+        with self._plock:
+            self._ids += 1
+            rid = self._ids
+            self._pending[rid] = [threading.Event(), None, callback]
+        self.send(dict(obj, id=rid))
+        return rid
+
     def request(self, obj: dict, timeout: float = 2.0) -> dict | None:
         """Send a request; its answer, or None on timeout / closed connection."""
         return self.wait(*self.request_async(obj), timeout)
@@ -190,10 +199,14 @@ class Channel:
         rid = msg.get("re")
         with self._plock:
             slot = self._pending.get(rid) if _is_int(rid) else None
+            if slot is not None and len(slot) > 2:
+                del self._pending[rid]
         if slot is None:
             return False
         slot[1] = msg
         slot[0].set()
+        if len(slot) > 2:
+            slot[2](msg)
         return True
 
     def lines(self):

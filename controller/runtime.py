@@ -120,6 +120,7 @@ class EmulationRun:
         self._next_sport = 10000
         self.idle: dict[tuple[int, int, int], list[int]] = {}  # (src, dst, core) -> sports
         self.conn_key: dict[int, tuple[int, int, int]] = {}
+        self._idle_rules: list = []
         self.flow_done = np.zeros(nf, dtype=bool)
         self.flow_completion = np.full(nf, np.nan)
         self.started_at = np.full(nf, np.nan)
@@ -454,6 +455,8 @@ class EmulationRun:
             elif kind == "agent_error":
                 host, f, err = data
                 raise RunAborted(f"agent of host {host} reports for flow {f}: {err}")
+            elif kind == "counters":
+                self._counters(*data)
             elif kind == "register":
                 log.warning("agent of host %s registered again during the run", data)
             elif kind == "switch_ready":
@@ -488,7 +491,10 @@ class EmulationRun:
         self.rx[f] = a.size[f]
         self.flow_completion[f] = tw
         sport = int(self.sport[f])
-        self.idle.setdefault(self.conn_key[sport], []).append(sport)
+        key = self.conn_key[sport]
+        self.idle.setdefault(key, []).append(sport)
+        # an idle connection's rule drops to the lowest class (sent after the signals)
+        self._idle_rules.append((key[2], sport, self._conn_rule(key, sport, N_DATA_CLASSES - 1)))
         self.decision(event="flow_done", flow=f, tw_done=tw)
         k = a.coflow[f]
         self.left[k] -= 1
@@ -532,22 +538,35 @@ class EmulationRun:
         deadline = time.time() + self.cfg.counters_timeout
         for h, ch, req in reqs:
             ans = ch.wait(*req, timeout=max(0.0, deadline - time.time()))
-            if not ans or not ans.get("ok") or not isinstance(ans.get("rx"), dict):
-                log.warning("no counters from host %d (%r); using the last ones", h, ans)
-                continue
-            t_read = float(ans.get("t", time.time()))
-            for key, n in ans["rx"].items():
-                try:
-                    f, n = int(key), float(n)
-                except (TypeError, ValueError):
-                    continue
-                if 0 <= f < len(self.rx) and self.status[f] in (RUNNING, PAUSED):
-                    if self.arrays.dst[f] == h and n >= self.rx[f]:
-                        self.rx[f] = min(n, self.arrays.size[f])
-                        self._close_segment(f, t_read, self.rx[f], reopen=True)
+            self._counters(h, ans)
         ms = (time.perf_counter() - t) * 1e3
         self.stats["snapshot_ms"].append(ms)
         return ms
+
+    def snapshot_async(self, flows) -> None:
+        """Ask the receivers of ``flows`` for counters; the answers come back as events
+        (segment boundaries of flows whose rate just changed, off the critical path)."""
+        for h in sorted({int(self.arrays.dst[f]) for f in flows}):
+            ch = self.agents.get(h)
+            if ch is not None:
+                ch.request_cb({"op": "counters"}, lambda ans, h=h: self.events.put(
+                    ("counters", time.time(), (h, ans))))
+
+    def _counters(self, h: int, ans) -> None:
+        if not ans or not ans.get("ok") or not isinstance(ans.get("rx"), dict):
+            log.warning("no counters from host %d (%r); using the last ones", h, ans)
+            return
+        t_read = float(ans.get("t", time.time()))
+        for key, n in ans["rx"].items():
+            try:
+                f, n = int(key), float(n)
+            except (TypeError, ValueError):
+                continue
+            if 0 <= f < len(self.rx) and self.status[f] in (RUNNING, PAUSED):
+                if (self.arrays.dst[f] == h and n >= self.rx[f]
+                        and (np.isnan(self.seg_t[f]) or t_read > self.seg_t[f])):
+                    self.rx[f] = min(n, self.arrays.size[f])
+                    self._close_segment(f, t_read, self.rx[f], reopen=True)
 
     def _close_segment(self, f: int, t: float, rx: float, reopen: bool = False) -> None:
         t_prev = self.seg_t[f]
@@ -600,6 +619,7 @@ class EmulationRun:
         """Enforce ``plan`` on the current eligible flows (see the module docstring)."""
         a = self.arrays
         self.applies += 1
+        t_apply = time.perf_counter()
         elig = np.flatnonzero(self.ready[a.coflow] & ~self.flow_done)
         order = elig[np.lexsort((elig, plan.rank[elig]))]
         core = np.where(self.pinned >= 0, self.pinned, plan.core).astype(np.int64)
@@ -622,7 +642,7 @@ class EmulationRun:
             classes = conflict_classes(run_flows, a.src, a.dst, core)
         new_cls = dict(zip(run_flows.tolist(), classes.tolist()))
         run_rate = dict(zip(order.tolist(), rate.tolist()))
-        launches, updates, touched = [], {}, set()
+        launches, updates, of_ops = [], {}, []
         log_launch, log_pause, log_resume, log_cls = [], [], [], []
         t_now = time.time()
         for f in order.tolist():
@@ -640,9 +660,7 @@ class EmulationRun:
                     key = (int(a.src[f]), int(a.dst[f]), h)
                     pool = self.idle.get(key)
                     self.sport[f] = pool.pop() if pool else self._new_conn(key)
-                    self.switches.install_flow(h, int(self.sport[f]), self._rule(f, h, c),
-                                               modify=True)
-                    touched.add(h)
+                    of_ops.append((h, int(self.sport[f]), self._rule(f, h, c)))
                     launches.append(f)
                     self.seg_t[f], self.seg_rx[f] = t_now, 0.0
                     log_launch.append((f, h, c))
@@ -656,9 +674,7 @@ class EmulationRun:
                 if c != self.cls[f]:
                     self.cls[f] = c
                     h = int(self.pinned[f])
-                    self.switches.install_flow(h, int(self.sport[f]), self._rule(f, h, c),
-                                               modify=True)
-                    touched.add(h)
+                    of_ops.append((h, int(self.sport[f]), self._rule(f, h, c)))
                     changed["tos"] = tos_of(c)
                     log_cls.append((f, c))
                 if not (np.isnan(pace) and np.isnan(self.pace[f])) and pace != self.pace[f]:
@@ -678,15 +694,14 @@ class EmulationRun:
                 if self.cls[f] != lowest:
                     self.cls[f] = lowest
                     h = int(self.pinned[f])
-                    self.switches.install_flow(h, int(self.sport[f]), self._rule(f, h, lowest),
-                                               modify=True)
-                    touched.add(h)
+                    of_ops.append((h, int(self.sport[f]), self._rule(f, h, lowest)))
                 updates.setdefault(int(a.src[f]), []).append(
                     {"flow": f, "tos": tos_of(lowest), "paused": True,
                      "pace_bps": None if np.isnan(self.pace[f]) else float(self.pace[f])})
-        # OpenFlow first (the rules exist before the first packet), then the agents.
-        if touched:
-            self.switches.barrier(sorted(touched), t_recv, self.stats["event_to_rules_ms"])
+        # The agents first: they are what starts and stops bytes, and Python's OpenFlow
+        # serialisation costs about a millisecond per message on a busy machine. A
+        # reused connection's rule has the lowest class until its modify lands a few
+        # milliseconds later (set when its previous flow ended, see _flow_done).
         for f in launches:
             h = int(self.pinned[f])
             s, d = int(a.src[f]), int(a.dst[f])
@@ -698,10 +713,20 @@ class EmulationRun:
                      "pace_bps": None if np.isnan(self.pace[f]) else float(self.pace[f])})
         for host, items in updates.items():
             self.agents[host].send({"op": "update", "id": 0, "flows": items})
+        of_ops += self._idle_rules
+        self._idle_rules = []
+        touched = set()
+        for h, sport, rule in of_ops:
+            self.switches.install_flow(h, sport, rule, modify=True)
+            touched.add(h)
+        if touched:
+            self.switches.barrier(sorted(touched), t_recv, self.stats["event_to_rules_ms"])
         self.stats["event_to_signal_ms"].append((time.time() - t_recv) * 1e3)
-        if not snapshot_done and (log_pause or log_resume or log_cls):
-            self.snapshot()  # segment boundaries of the flows whose rate changed
-        self.decision(event="apply", why=why, seq=self.plan_seq, launch=log_launch,
+        apply_ms = (time.perf_counter() - t_apply) * 1e3
+        if log_pause or log_resume or log_cls:
+            self.snapshot_async(log_pause + log_resume + [f for f, _ in log_cls])
+        self.decision(event="apply", why=why, seq=self.plan_seq, apply_ms=round(apply_ms, 3),
+                      launch=log_launch,
                       pause=log_pause, resume=log_resume, reclass=log_cls,
                       running=int((self.status == RUNNING).sum()),
                       paused=int((self.status == PAUSED).sum()))

@@ -348,6 +348,7 @@ class MininetRun:
         extra = {"time_scale": self.time_scale, "datapath": self.datapath,
                  "policy_calls": out["policy_calls"], "controller": out["stats"],
                  "api_errors": out.get("api_errors", 0),
+                 "controller_cpu_s": out.get("cpu_s"),
                  "port_bytes": out["port_bytes"],
                  "timings": {k: round(v, 4) for k, v in self.timings.items()}}
         if getattr(self, "kept_dir", None):
