@@ -16,7 +16,9 @@ output port) carries the same HTB tree (:func:`htb_priority_tree`)::
     ...
     1:18 rate ~0  ceil R   prio 7             data class 7 (lowest)   DSCP 47
 
-u32 filters send a packet to its data class by the DSCP in its TOS byte. Data classes have
+u32 filters send a packet to its data class by the DSCP in its TOS byte. Leaves are FIFOs
+(this kernel has no SFQ/fq_codel: within a class, flows queue behind each other, which is
+why the agents keep every flow's window small). Data classes have
 a negligible guaranteed rate, so they live on borrowing, which HTB hands out in ``prio``
 order: strict priority. The control band has a guaranteed R/20 (ACKs are ~2 % of the
 reverse data rate), so ACKs and ARP are served before any data and a busy data class

@@ -68,6 +68,8 @@ class RunConfig:
     class_mapping: str = "conflict"
     prewarm: bool = True
     """Open a persistent connection per (src, dst, core) before the start."""
+    exact_state: bool = False
+    """Wait for every receiver's counters before each policy call (else estimate them)."""
     interactive: bool = False
     """``coflowemu topo``: forwarding only, no workload."""
     start_delay: float = 0.3
@@ -112,7 +114,10 @@ class EmulationRun:
         self._tseq = 0
         # flows
         self.status = np.full(nf, IDLE, dtype=np.int64)
-        self.rx = np.zeros(nf)
+        self.rx = np.zeros(nf)              # bytes received, last measured
+        self.est_base = np.zeros(nf)        # estimate: bytes at est_t ...
+        self.est_t = np.zeros(nf)
+        self.est_rate = np.zeros(nf)        # ... plus this emulated rate since, bytes/s
         self.pinned = np.full(nf, -1, dtype=np.int64)
         self.cls = np.full(nf, -1, dtype=np.int64)
         self.pace = np.full(nf, np.nan)
@@ -489,6 +494,7 @@ class EmulationRun:
         self.status[f] = DONE
         self.flow_done[f] = True
         self.rx[f] = a.size[f]
+        self.est_base[f], self.est_t[f], self.est_rate[f] = a.size[f], t_done, 0.0
         self.flow_completion[f] = tw
         sport = int(self.sport[f])
         key = self.conn_key[sport]
@@ -566,6 +572,7 @@ class EmulationRun:
                 if (self.arrays.dst[f] == h and n >= self.rx[f]
                         and (np.isnan(self.seg_t[f]) or t_read > self.seg_t[f])):
                     self.rx[f] = min(n, self.arrays.size[f])
+                    self.est_base[f], self.est_t[f] = self.rx[f], t_read
                     self._close_segment(f, t_read, self.rx[f], reopen=True)
 
     def _close_segment(self, f: int, t: float, rx: float, reopen: bool = False) -> None:
@@ -579,10 +586,30 @@ class EmulationRun:
         else:
             self.seg_t[f], self.seg_rx[f] = np.nan, rx
 
+    def estimated_rx(self, t: float | None = None) -> np.ndarray:
+        """Bytes received per flow now: the last measurement plus the expected rate since.
+
+        Lets the controller decide at once instead of waiting a round trip for every
+        receiver's counters (``RunConfig.exact_state`` restores the wait). The expected
+        rates are the plan's; the error is the difference between them and TCP's actual
+        rates over the time since the last measurement (each flow completion, each
+        counter answer), a few kilobytes.
+        """
+        t = time.time() if t is None else t
+        est = self.est_base + self.est_rate * np.maximum(t - self.est_t, 0.0)
+        est = np.maximum(est, self.rx)
+        return np.minimum(np.where(self.status == RUNNING, est, self.rx), self.arrays.size)
+
+    def _advance_estimates(self, t: float) -> None:
+        """Fold the expected bytes up to ``t`` into the estimate before rates change."""
+        self.est_base = self.estimated_rx(t)
+        self.est_t[:] = t
+
     def state(self, event: str) -> State:
         a = self.arrays
-        self.sent = np.bincount(a.coflow, weights=self.rx, minlength=a.n_coflows)
-        remaining = a.size - self.rx
+        rx = self.estimated_rx() if not self.cfg.exact_state else self.rx
+        self.sent = np.bincount(a.coflow, weights=rx, minlength=a.n_coflows)
+        remaining = a.size - rx
         remaining[self.flow_done] = 0.0
         return State(time=max(self.now_w(), 0.0), event=event, workload=self.workload,
                      arrays=a, remaining=remaining, sent=self.sent.copy(),
@@ -594,7 +621,7 @@ class EmulationRun:
 
     # ------------------------------------------------------------------ planning
     def _replan(self, event: str, t_recv: float) -> None:
-        snap = self.snapshot()
+        snap = self.snapshot() if self.cfg.exact_state else 0.0
         st = self.state(event)
         t = time.perf_counter()
         try:
@@ -613,6 +640,9 @@ class EmulationRun:
         if np.isfinite(plan.horizon):
             self._timer(self.at_w(plan.horizon), "horizon", self.plan_seq)
         self._apply(plan, t_recv, event, snapshot_done=True)
+        if not self.cfg.exact_state:
+            # measurements for the segments and the next estimates, off the critical path
+            self.snapshot_async(np.flatnonzero(self.status == RUNNING))
         self._arm_byte_limit(plan)
 
     def _apply(self, plan: Plan, t_recv: float, why: str, snapshot_done: bool = False) -> None:
@@ -620,6 +650,7 @@ class EmulationRun:
         a = self.arrays
         self.applies += 1
         t_apply = time.perf_counter()
+        self._advance_estimates(time.time())
         elig = np.flatnonzero(self.ready[a.coflow] & ~self.flow_done)
         order = elig[np.lexsort((elig, plan.rank[elig]))]
         core = np.where(self.pinned >= 0, self.pinned, plan.core).astype(np.int64)
@@ -722,6 +753,10 @@ class EmulationRun:
         if touched:
             self.switches.barrier(sorted(touched), t_recv, self.stats["event_to_rules_ms"])
         self.stats["event_to_signal_ms"].append((time.time() - t_recv) * 1e3)
+        self.est_rate[:] = 0.0
+        for f, r in run_rate.items():
+            if self.status[f] == RUNNING:
+                self.est_rate[f] = r / self.scale
         apply_ms = (time.perf_counter() - t_apply) * 1e3
         if log_pause or log_resume or log_cls:
             self.snapshot_async(log_pause + log_resume + [f for f, _ in log_cls])
@@ -745,8 +780,10 @@ class EmulationRun:
         p = self.plan
         if p is None or p.byte_limit is None:
             return False
-        self.snapshot()
-        sent = np.bincount(self.arrays.coflow, weights=self.rx, minlength=self.arrays.n_coflows)
+        if self.cfg.exact_state:
+            self.snapshot()
+        rx = self.estimated_rx() if not self.cfg.exact_state else self.rx
+        sent = np.bincount(self.arrays.coflow, weights=rx, minlength=self.arrays.n_coflows)
         lim = p.byte_limit
         return bool(((sent >= lim * (1 - 1e-9)) & np.isfinite(lim) & ~self.cdone).any())
 
@@ -761,7 +798,7 @@ class EmulationRun:
         for k in np.flatnonzero(np.isfinite(lim) & self.ready & ~self.cdone):
             r = sum(rates.get(int(f), 0.0) for f in self.flows_of[k])
             if r > 0:
-                sent = float(self.rx[self.flows_of[k]].sum())
+                sent = float(self.estimated_rx()[self.flows_of[k]].sum())
                 best = min(best, max(lim[k] - sent, 0.0) / r)
         if np.isfinite(best):
             at = time.time() + max(best * self.scale, 0.005)
