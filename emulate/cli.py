@@ -139,9 +139,16 @@ def lp_bound_for(workload: Workload, *, max_flows: int = 5000):
               help="Compute the LP lower bound when cheap.")
 def run(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_release, limit,
         policy_spec, engine, mode, objective, time_scale, as_json, segments_path, lp_bound):
-    """Run WORKLOAD under one policy and report completion times."""
+    """Run WORKLOAD under one policy and report completion times.
+
+    On a joint workload (machines, stages and jobs: docs/jobs.md) the policy is
+    compute+network, e.g. synchpack-3+lp-coflow (a plain network policy uses fifo for
+    compute)."""
     w = load_workload(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time,
                       zero_release, limit)
+    if not isinstance(w, Workload):
+        return _run_joint(w, policy_spec, engine, mode, objective, as_json, segments_path,
+                          lp_bound)
     policy = get_policy(policy_spec, **policy_options(policy_spec, mode, objective))
     if engine == "sim":
         from emulate.sim import simulate
@@ -167,6 +174,38 @@ def run(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_rele
     click.echo(f"  wall time {result.wall_seconds:.2f} s")
 
 
+def _run_joint(w, policy_spec, engine, mode, objective, as_json, segments_path, lp_bound):
+    """``run`` on a joint workload: the joint simulator (emulate.jobsim)."""
+    from controller.compute import get_compute_policy
+    from controller.jobs import compute_lower_bound
+    from emulate.jobsim import simulate_joint, split_policy
+    if engine != "sim":
+        raise click.BadParameter("joint workloads (compute and network) run in the simulator "
+                                 "only for now; use --engine sim")
+    compute, network = split_policy(policy_spec)
+    result = simulate_joint(w, policy_spec, segments=bool(segments_path),
+                            network_options=policy_options(network, mode, objective))
+    lp = get_compute_policy(compute).lower_bound
+    bound = None
+    if lp_bound and sum(len(s.tasks) for s in w.stages) <= 1000:
+        bound = compute_lower_bound(w, lp).value
+    if segments_path:
+        result.write_segments(segments_path)
+    doc = result.to_json(bound, lp.upper() if bound is not None else None)
+    if as_json:
+        click.echo(json.dumps(doc))
+        return
+    jct = result.job_completion - result.job_release
+    click.echo(f"{doc['policy']} on {w.name} (joint sim): {len(w.jobs)} jobs, "
+               f"{len(w.stages)} stages, {len(doc['tasks'])} tasks, {len(w.coflows)} coflows, "
+               f"{len(w.machines)} machines, {w.fabric.cores} core(s)")
+    click.echo(f"  mean job time {jct.mean():.6g} s, max {jct.max():.6g} s, "
+               f"makespan {doc['makespan']:.6g} s")
+    click.echo(f"  total weighted job completion {doc['total_weighted_job_completion']:.6g}"
+               + (f", {lp.upper()} lower bound {bound:.6g}" if bound is not None else ""))
+    click.echo(f"  wall time {result.wall_seconds:.2f} s")
+
+
 # ------------------------------------------------------------------------ compare
 @main.command()
 @workload_options
@@ -189,6 +228,10 @@ def compare(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_
     from experiments.plots import cct_cdf
     w = load_workload(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time,
                       zero_release, limit)
+    if not isinstance(w, Workload):
+        raise click.BadParameter("compare takes coflow-only workloads; run a joint workload "
+                                 "with `coflowemu run --policy compute+network` (or "
+                                 "experiments/mapreduce.py for a comparison)")
     names = [p.strip() for p in policies.split(",") if p.strip()]
     opts = {n: policy_options(n, mode, None) for n in names}
     bound = lp_bound_for(w) if lp_bound else None
@@ -210,9 +253,11 @@ def compare(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_
 # ------------------------------------------------------------------------ bound
 @main.command()
 @workload_options
-@click.option("--lp", "lp", type=click.Choice(["flow", "coflow", "single"]), default="coflow",
-              show_default=True, help="LP (1) flow level, LP (7) coflow level, LP (8) single "
-                                      "core.")
+@click.option("--lp", "lp", type=click.Choice(["flow", "coflow", "single", "synchpack-1",
+                                               "synchpack-2", "synchpack-3"]),
+              default="coflow", show_default=True,
+              help="LP (1) flow level, LP (7) coflow level, LP (8) single core; on a joint "
+                   "workload the compute LPs LP1, LP2, LP3 of SynchPack-1/2/3.")
 @click.option("--objective", type=click.Choice(["weighted", "jobs", "makespan"]),
               default="weighted", show_default=True)
 @click.option("--json", "as_json", is_flag=True)
@@ -222,6 +267,8 @@ def bound(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_re
     from controller.lp.coflow import solve_coflow_lp, solve_flow_lp
     w = load_workload(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time,
                       zero_release, limit)
+    if lp.startswith("synchpack") or not isinstance(w, Workload):
+        return _compute_bound(w, lp, objective, as_json)
     if not w.fabric.identical:
         raise click.BadParameter("the LPs assume identical cores; this fabric has core_rates "
                                  f"{w.fabric.core_rates}")
@@ -239,12 +286,40 @@ def bound(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_re
                    f"{res.seconds:.2f} s)")
 
 
+def _compute_bound(w, lp, objective, as_json):
+    """``bound --lp synchpack-k`` on a joint workload: LP1/LP2/LP3 over its stages."""
+    from controller.jobs import LOWER_BOUNDS, compute_lower_bound
+    if isinstance(w, Workload):
+        raise click.BadParameter(f"--lp {lp} bounds joint workloads (machines, stages, "
+                                 f"jobs: docs/jobs.md); this workload has coflows only")
+    if lp not in LOWER_BOUNDS:
+        raise click.BadParameter(f"--lp {lp} bounds coflow-only workloads; for a joint "
+                                 f"workload use --lp {' or '.join(LOWER_BOUNDS)}")
+    if objective == "makespan":
+        raise click.BadParameter("the compute LPs bound the weighted job completion "
+                                 "(--objective weighted or jobs), not the makespan")
+    res = compute_lower_bound(w, lp)
+    doc = {"lp": lp, "name": res.name, "objective": "jobs", "value": res.value,
+           "seconds": res.seconds, "status": res.status, "variables": res.n_vars,
+           "rows": res.n_rows}
+    if as_json:
+        click.echo(json.dumps(doc))
+    else:
+        click.echo(f"{res.name} ({lp}), weighted job completion: value {res.value:.8g} "
+                   f"({res.n_vars} variables, {res.n_rows} rows, {res.seconds:.2f} s)")
+
+
 # ------------------------------------------------------------------------ misc
 @main.command()
 def policies():
-    """List the available policies."""
+    """List the available policies (network, then compute for joint workloads)."""
+    from controller.compute import compute_policies
     for name, cls in available().items():
         click.echo(f"{name:<14}{cls.summary}")
+    click.echo("\ncompute policies (joint workloads: --policy compute+network, e.g. "
+               "synchpack-3+lp-coflow):")
+    for name, p in compute_policies().items():
+        click.echo(f"{name:<14}{p.summary}")
 
 
 @main.command()
@@ -290,7 +365,7 @@ def gantt(segments, out, by):
     """Draw a per-core, per-port timeline of a run's SEGMENTS file."""
     from experiments.plots import gantt as draw, read_segments
     try:
-        segs = read_segments(segments)
+        segs = [s for s in read_segments(segments) if "coflow" in s]  # not task segments
     except ValueError as e:
         raise click.BadParameter(str(e)) from None
     draw(segs, out, by=by)

@@ -222,7 +222,7 @@ def write_json(w, path: str) -> None:
 
 
 # ---------------------------------------------------------------------------- joint JSON
-_WHO = re.compile(r"\b(?:task|stage|job|coflow|shuffle|machine) '([^']*)'")
+_WHO = re.compile(r"\b(?:task|stage|job|coflow|shuffle|machine|id) '([^']*)'")
 
 
 def _number_or_list(v, where, key, source, line):
