@@ -568,3 +568,22 @@ def test_bad_joint_documents_name_file_line_and_field(tmp_path, change, field, n
     assert e.source == path
     assert e.line == _line(text, needle), (str(e), needle)
     assert str(e).startswith(f"{path}:{e.line}: ")
+
+
+# ------------------------------------------------------------------------------ experiment
+def test_mapreduce_experiment_writes_every_row_and_replayable_workloads(tmp_path):
+    from experiments.mapreduce import Config, run
+    cfg = Config(jobs=3, seeds=(0,), settings=("batch",), compute=("fifo", "psrs"),
+                 network=("fair",), out=str(tmp_path / "out"),
+                 write_workloads=str(tmp_path / "w"))
+    rows, text = run(cfg, verbose=False)
+    assert [r["pair"] for r in rows] == ["fifo+fair", "psrs+fair"]
+    saved = json.loads((tmp_path / "out" / "mapreduce.json").read_text())["rows"]
+    assert saved == json.loads(json.dumps(rows))
+    assert (tmp_path / "out" / "mapreduce.md").read_text().strip() == text.strip()
+    w = read_workload(str(tmp_path / "w" / "mapreduce-batch-s0.json"))
+    assert simulate_joint(w, "psrs+fair").total_weighted_job_completion == \
+        rows[1]["weighted_completion"]
+    best = min(rows, key=lambda r: r["weighted_completion"])
+    assert f"{best['weighted_completion']:.1f}*" in text
+    assert all(r["lp1"] <= r["weighted_completion"] for r in rows)
