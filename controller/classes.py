@@ -51,6 +51,9 @@ DSCP_BASE = 40
 """Data class ``k`` is marked DSCP ``DSCP_BASE + k``. DSCP 0 (unmarked) is control."""
 
 CONTROL_SHARE = 0.05
+
+BURST_SECONDS = 0.004
+"""HTB bucket size as time at the link rate."""
 """Guaranteed share of a link for unmarked (ACK/ARP) traffic."""
 
 
@@ -70,16 +73,20 @@ def htb_priority_tree(intf: str, rate_bps: float) -> list[str]:
     r = int(round(rate_bps))
     ctl = max(int(r * CONTROL_SHARE), 8000)
     low = max(int(r * 1e-4), 8000)
+    # bucket: BURST_SECONDS of the link, at least two full frames. A big bucket (Mininet
+    # uses 15 kB) lets a flow that starts on an idle link go out at line rate for its
+    # first ten frames, making short flows faster than the link rate allows.
+    b = max(6056, int(r / 8 * BURST_SECONDS))
     lines = [
         f"qdisc replace dev {intf} root handle 1: htb default 10",
         f"class add dev {intf} parent 1: classid 1:1 htb rate {r}bit ceil {r}bit "
-        f"burst 15k cburst 15k",
+        f"burst {b}b cburst {b}b",
         f"class add dev {intf} parent 1:1 classid 1:10 htb rate {ctl}bit ceil {r}bit "
-        f"prio 0 quantum 1514 burst 15k cburst 15k",
+        f"prio 0 quantum 1514 burst {b}b cburst {b}b",
     ]
     for k in range(N_DATA_CLASSES):
         lines.append(f"class add dev {intf} parent 1:1 classid 1:{11 + k} htb rate {low}bit "
-                     f"ceil {r}bit prio {k} quantum 1514 burst 15k cburst 15k")
+                     f"ceil {r}bit prio {k} quantum 1514 burst {b}b cburst {b}b")
     for k in range(N_DATA_CLASSES):
         lines.append(f"filter add dev {intf} parent 1: protocol ip prio 1 u32 "
                      f"match ip tos {tos_of(k):#04x} 0xfc flowid 1:{11 + k}")

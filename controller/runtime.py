@@ -212,6 +212,8 @@ class EmulationRun:
         # the rest name a flow
         f = msg.get("flow")
         if op == "agent_error":
+            if ch.role != "agent":
+                raise ApiError("agent_error: only a registered agent may report errors")
             self.events.put(("agent_error", time.time(), (ch.host, f, msg["error"])))
             ch.answer(msg["id"])
             return
@@ -482,7 +484,9 @@ class EmulationRun:
         if replan is not None:
             self._replan(replan, t_recv)
             return False
-        if reapply and self.plan is not None:
+        if reapply and self.plan is not None and not getattr(self.plan, "rates_fixed", False):
+            # rates follow the same plan after a flow completes (with rates_fixed they
+            # stay until the next plan: the finished flow's capacity idles)
             self._apply(self.plan, t_recv, "flow_completion")
         return first
 

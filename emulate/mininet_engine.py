@@ -141,10 +141,11 @@ class MininetRun:
                  pause: bool = True, class_mapping: str = "conflict",
                  datapath: str | None = None, wire_overhead: float = WIRE_OVERHEAD,
                  timeout: float | None = None, keep_dir: bool = False, quiet: bool = True,
-                 nice: int = -10, interactive: bool = False):
+                 nice: int = -10, interactive: bool = False, exact_state: bool = False):
         from controller.policies import get_policy
         self.workload = workload
         self.interactive = interactive
+        self.exact_state = exact_state
         self.policy = get_policy(policy) if isinstance(policy, str) else policy
         self.policy_name = getattr(self.policy, "name", "") or type(self.policy).__name__
         if not time_scale > 0:
@@ -202,7 +203,8 @@ class MininetRun:
                         n_hosts=n_hosts, n_cores=w.fabric.cores, time_scale=self.time_scale,
                         interactive=self.interactive,
                         wire_overhead=self.wire_overhead, pause=self.pause,
-                        class_mapping=self.class_mapping, run_timeout=self.timeout)
+                        class_mapping=self.class_mapping, run_timeout=self.timeout,
+                        exact_state=self.exact_state)
         with open(os.path.join(self.run_dir, "config.json"), "w") as fh:
             fh.write(cfg.to_json())
         with open(os.path.join(self.run_dir, "workload.pkl"), "wb") as fh:
@@ -427,7 +429,7 @@ def run_mininet(workload: Workload, policy, *, time_scale: float = 1.0,
                 segments: bool = True, progress: bool = False, pause: bool = True,
                 class_mapping: str = "conflict", datapath: str | None = None,
                 timeout: float | None = None, keep_dir: bool = False,
-                quiet: bool = True, nice: int = -10) -> RunResult:
+                quiet: bool = True, nice: int = -10, exact_state: bool = False) -> RunResult:
     """Run ``workload`` under ``policy`` on the real emulation; see the module docstring.
 
     Parameters
@@ -455,6 +457,9 @@ def run_mininet(workload: Workload, policy, *, time_scale: float = 1.0,
         Wall seconds before the run is abandoned (default from the workload's size).
     keep_dir : bool
         Copy the run's logs (controller.log, decisions.jsonl, agent logs) to /tmp.
+    exact_state : bool
+        Wait for every receiver's byte counters before each policy call instead of
+        estimating them from the last measurement and the planned rates.
     nice : int
         Niceness of the controller and the agents (default -10, like ovs-vswitchd): on a
         busy machine every hop of the control loop otherwise waits for a CPU time slice,
@@ -471,7 +476,7 @@ def run_mininet(workload: Workload, policy, *, time_scale: float = 1.0,
     """
     run = MininetRun(workload, policy, time_scale=time_scale, pause=pause,
                      class_mapping=class_mapping, datapath=datapath, timeout=timeout,
-                     keep_dir=keep_dir, quiet=quiet, nice=nice)
+                     keep_dir=keep_dir, quiet=quiet, nice=nice, exact_state=exact_state)
     if progress:
         from tqdm import tqdm
         with tqdm(total=len(workload.coflows), unit="coflow", desc="mininet",

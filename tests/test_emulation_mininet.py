@@ -202,7 +202,8 @@ def test_a_malformed_agent_message_does_not_disturb_the_run(system, fixed):
            b'{"op": "plan", "id": 4, "flow": 99}', b'{"op": "plan", "id": 5, "flow": -1}',
            b'{"op": "register", "id": 6, "host": 0, "pid": 1}',  # host 0 has an agent
            b'{"op": "register", "id": 7, "host": true, "pid": 1}',
-           b'{"op": "ping", "id": 8, "extra": 1}', b"{" + b"x" * 70000 + b"}"]
+           b'{"op": "ping", "id": 8, "extra": 1}', b"{" + b"x" * 70000 + b"}",
+           b'{"op": "agent_error", "id": 9, "flow": 0, "error": "I am not an agent"}']
     answers = []
 
     def rogue():
@@ -222,7 +223,7 @@ def test_a_malformed_agent_message_does_not_disturb_the_run(system, fixed):
         for line in bad:
             s.sendall(line + b"\n")
             answers.append(json.loads(f.readline()))
-        s.sendall(b'{"op": "plan", "id": 9, "flow": 0}\n')  # a good query still works
+        s.sendall(b'{"op": "plan", "id": 10, "flow": 0}\n')  # a good query still works
         answers.append(json.loads(f.readline()))
         s.close()
 
