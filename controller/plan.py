@@ -29,7 +29,10 @@ For the whole fabric, how rates follow from ranks (``sharing``):
   its cap (what per-flow TCP fair sharing converges to).
 
 Rates are recomputed by the engine whenever a flow completes, with the same plan, so a
-plan only changes at the events listed above. ``byte_limit`` (per coflow, bytes sent so far
+plan only changes at the events listed above. With ``rates_fixed`` the engine computes
+the rates once when the plan is applied and keeps them until the next event: a finished
+flow's capacity then idles until the policy is asked again (Varys re-allocates only at
+coflow arrivals and completions). ``byte_limit`` (per coflow, bytes sent so far
 at which to re-plan; ``inf`` = none) and ``horizon`` (an absolute time) let a policy ask
 for extra events, e.g. Aalo's queue thresholds.
 """
@@ -60,6 +63,7 @@ class Plan:
     byte_limit: np.ndarray | None = None
     horizon: float = float("inf")
     coflow_order: np.ndarray | None = None
+    rates_fixed: bool = False
 
     def flow_order(self, state: "State", flows: np.ndarray | None = None) -> np.ndarray:
         """``flows`` (default: the eligible ones) sorted by rank, ties by flow index."""

@@ -111,66 +111,164 @@ def _priority_rates(order, head, src, dst, core, cap, done, core_cap, backfill, 
 
 
 @numba.njit(cache=True)
-def _fair_rates(order, head, src, dst, core, cap, done, core_cap, newr, res_in, res_out,
-                cnt_in, cnt_out, frozen):
-    """Max-min fair rates (progressive filling), each flow at most its cap."""
-    for h in range(res_in.shape[0]):
-        res_in[h, :] = core_cap[h]
-        res_out[h, :] = core_cap[h]
-    cnt_in[:, :] = 0
-    cnt_out[:, :] = 0
+def _fheap_push(hk, hp, n, key, port):
+    c = n
+    hk[c], hp[c] = key, port
+    while c > 0:
+        p = (c - 1) // 2
+        if hk[p] <= hk[c]:
+            break
+        hk[p], hk[c] = hk[c], hk[p]
+        hp[p], hp[c] = hp[c], hp[p]
+        c = p
+    return n + 1
+
+
+@numba.njit(cache=True)
+def _fheap_pop(hk, hp, n):
+    key, port = hk[0], hp[0]
+    n -= 1
+    hk[0], hp[0] = hk[n], hp[n]
+    c = 0
+    while True:
+        l = 2 * c + 1
+        if l >= n:
+            break
+        m = l
+        if l + 1 < n and hk[l + 1] < hk[l]:
+            m = l + 1
+        if hk[c] <= hk[m]:
+            break
+        hk[m], hk[c] = hk[c], hk[m]
+        hp[m], hp[c] = hp[c], hp[m]
+        c = m
+    return key, port, n
+
+
+@numba.njit(cache=True)
+def _fair_rates(order, head, src, dst, core, cap, done, core_cap, newr, frozen):
+    """Max-min fair rates by progressive filling, each flow at most its cap.
+
+    All unfrozen flows share one rising level ``x``; port ``p`` saturates when ``x``
+    reaches ``(capacity - rate of its frozen flows) / its unfrozen flows``. Ports are taken
+    from a heap in that order and their flows frozen at the level (flow caps likewise),
+    so the cost is O(flows log ports) per allocation.
+    """
+    cores = core_cap.shape[0]
+    n_all = order.shape[0]
+    nport = 0
+    for n in range(head, n_all):
+        f = order[n]
+        if src[f] + 1 > nport:
+            nport = src[f] + 1
+        if dst[f] + 1 > nport:
+            nport = dst[f] + 1
+    P = nport
+    nport = cores * P
+    cnt = np.zeros(2 * nport, dtype=np.int64)
+    used = np.zeros(2 * nport)
     live = 0
-    for n in range(head, order.shape[0]):
+    for n in range(head, n_all):
         f = order[n]
         newr[n] = 0.0
         if done[f] or cap[f] <= 0.0:
             frozen[n] = True
             continue
         frozen[n] = False
-        cnt_in[core[f], src[f]] += 1
-        cnt_out[core[f], dst[f]] += 1
+        cnt[core[f] * P + src[f]] += 1
+        cnt[nport + core[f] * P + dst[f]] += 1
         live += 1
+    if live == 0:
+        return n_all - 1
+    # CSR lists of positions per port
+    ptr = np.zeros(2 * nport + 1, dtype=np.int64)
+    for p in range(2 * nport):
+        ptr[p + 1] = ptr[p] + cnt[p]
+    fill = ptr[:-1].copy()
+    lst = np.empty(ptr[2 * nport], dtype=np.int64)
+    for n in range(head, n_all):
+        if not frozen[n]:
+            f = order[n]
+            pi = core[f] * P + src[f]
+            po = nport + core[f] * P + dst[f]
+            lst[fill[pi]] = n
+            fill[pi] += 1
+            lst[fill[po]] = n
+            fill[po] += 1
+    # flow caps in increasing order
+    capped = np.empty(live, dtype=np.int64)
+    nc = 0
+    for n in range(head, n_all):
+        if not frozen[n] and cap[order[n]] < np.inf:
+            capped[nc] = n
+            nc += 1
+    capkeys = np.empty(nc)
+    for c in range(nc):
+        capkeys[c] = cap[order[capped[c]]]
+    corder = np.argsort(capkeys)
+    ci = 0
+    hk = np.empty(2 * nport + 2 * live + 1)
+    hp = np.empty(2 * nport + 2 * live + 1, dtype=np.int64)
+    nh = 0
+    for p in range(2 * nport):
+        if cnt[p] > 0:
+            h = (p % nport) // P
+            nh = _fheap_push(hk, hp, nh, core_cap[h] / cnt[p], p)
     while live > 0:
-        inc = np.inf
-        for n in range(head, order.shape[0]):
+        lp = np.inf
+        port = -1
+        while nh > 0:
+            key, q, nh2 = hk[0], hp[0], nh
+            h = (q % nport) // P
+            if cnt[q] > 0 and key == (core_cap[h] - used[q]) / cnt[q]:
+                lp = key
+                port = q
+                break
+            key, q, nh = _fheap_pop(hk, hp, nh)
+        while ci < nc and frozen[capped[corder[ci]]]:
+            ci += 1
+        lc = capkeys[corder[ci]] if ci < nc else np.inf
+        if lc <= lp:
+            victims_lo, victims_hi = 0, 1
+            single = capped[corder[ci]]
+            level = lc
+            ci += 1
+        else:
+            key, q, nh = _fheap_pop(hk, hp, nh)
+            victims_lo, victims_hi = ptr[port], ptr[port + 1]
+            single = -1
+            level = lp
+        for v in range(victims_lo, victims_hi):
+            n = single if single >= 0 else lst[v]
             if frozen[n]:
                 continue
+            frozen[n] = True
+            live -= 1
             f = order[n]
-            h = core[f]
-            m = min(res_in[h, src[f]] / cnt_in[h, src[f]],
-                    res_out[h, dst[f]] / cnt_out[h, dst[f]], cap[f] - newr[n])
-            if m < inc:
-                inc = m
-        if inc < 0.0:
-            inc = 0.0
-        for n in range(head, order.shape[0]):
-            if not frozen[n]:
-                f = order[n]
-                newr[n] += inc
-                res_in[core[f], src[f]] -= inc
-                res_out[core[f], dst[f]] -= inc
-        for n in range(head, order.shape[0]):
-            if frozen[n]:
-                continue
-            f = order[n]
-            h = core[f]
-            tol = 1e-12 * core_cap[h]
-            if (res_in[h, src[f]] <= tol or res_out[h, dst[f]] <= tol
-                    or newr[n] >= cap[f] - tol):
-                frozen[n] = True
-                live -= 1
-                cnt_in[h, src[f]] -= 1
-                cnt_out[h, dst[f]] -= 1
-    return order.shape[0] - 1
+            r = level if level > 0.0 else 0.0
+            newr[n] = r
+            pi = core[f] * P + src[f]
+            po = nport + core[f] * P + dst[f]
+            for q in (pi, po):
+                used[q] += r
+                cnt[q] -= 1
+                if cnt[q] > 0:
+                    h = (q % nport) // P
+                    nh = _fheap_push(hk, hp, nh, (core_cap[h] - used[q]) / cnt[q], q)
+    return n_all - 1
 
 
 @numba.njit(cache=True)
 def _run(t, stop_time, order, pos, src, dst, coflow, size, core, cap, fair, backfill,
          has_cap, core_cap, rem, rate, done, pinned, flow_completion, left, sent, byte_limit,
          has_limit, coflow_completion, record, seg_start, seg_flow, seg_core, seg_t0,
-         seg_t1, seg_rate, n_seg, tot_in, tot_out, nz, running, n_running, head_ref):
+         seg_t1, seg_rate, n_seg, tot_in, tot_out, nz, running, n_running, head_ref,
+         fixed):
     """Advance the fabric from ``t`` until a coflow completes, a byte limit is crossed,
-    or ``stop_time``. Returns (t, reason, n_seg, n_running, inner_events)."""
+    or ``stop_time``. Returns (t, reason, n_seg, n_running, inner_events).
+
+    With ``fixed`` the rates are allocated once and kept until the function returns (a
+    finished flow's capacity idles until the next plan)."""
     cores, ports = tot_in.shape
     res_in = np.empty((cores, ports))
     res_out = np.empty((cores, ports))
@@ -185,28 +283,38 @@ def _run(t, stop_time, order, pos, src, dst, coflow, size, core, cap, fair, back
     events = 0
     seg_cap = seg_flow.shape[0]
     head = head_ref[0]
+    realloc = True
     while True:
+        if not realloc:
+            # fixed rates: keep them; only the flows still sending matter
+            k_run = 0
+            for m in range(n_running):
+                if rate[running[m]] > 0.0:
+                    running[k_run] = running[m]
+                    k_run += 1
+            n_running = k_run
         while head < order.shape[0] and done[order[head]]:
             head += 1
         head_ref[0] = head
         if record and n_seg + 2 * (order.shape[0] - head) + 1 > seg_cap:
             return t, _SEG_FULL, n_seg, n_running, events
-        if fair:
-            end = _fair_rates(order, head, src, dst, core, cap, done, core_cap, newr,
-                              res_in, res_out, a_in, a_out, frozen)
-        else:
+        end = -1
+        if realloc and fair:
+            end = _fair_rates(order, head, src, dst, core, cap, done, core_cap, newr, frozen)
+        elif realloc:
             end = _priority_rates(order, head, src, dst, core, cap, done, core_cap,
                                   backfill, has_cap, newr, res_in, res_out, tot_in, tot_out,
                                   nz, a_in, a_out, c_in, c_out)
+        realloc = not fixed
         # flows running before but beyond the scan stop
-        for m in range(n_running):
+        for m in range(n_running if end >= 0 else 0):
             f = running[m]
             if pos[f] > end and rate[f] > 0.0:
                 n_seg = emit(record, f, core[f], seg_start[f], t, rate[f], seg_flow,
                               seg_core, seg_t0, seg_t1, seg_rate, n_seg)
                 rate[f] = 0.0
                 seg_start[f] = t
-        k_run = 0
+        k_run = 0 if end >= 0 else n_running
         for n in range(head, end + 1):
             f = order[n]
             r = newr[n]
@@ -221,8 +329,9 @@ def _run(t, stop_time, order, pos, src, dst, coflow, size, core, cap, fair, back
                 k_run += 1
                 if pinned[f] < 0:
                     pinned[f] = core[f]
-        n_running = k_run
-        running[:n_running] = nxt[:n_running]
+        if end >= 0:
+            n_running = k_run
+            running[:n_running] = nxt[:n_running]
         # next event
         dt = stop_time - t
         for m in range(n_running):
@@ -436,7 +545,8 @@ class Simulator:
         has_cap = bool(np.isfinite(cap[order]).any())
         has_limit = bool(np.isfinite(limit).any())
         before = int(self.cdone.sum())
-        if plan.sharing == "priority" and not has_cap and self.incremental:
+        if (plan.sharing == "priority" and not has_cap and self.incremental
+                and not plan.rates_fixed):
             reason = self._advance_matching(stop, order, pos, core, limit, has_limit)
         else:
             reason = self._advance_scan(stop, order, pos, core, cap, plan, has_cap, limit,
@@ -519,7 +629,7 @@ class Simulator:
                 self.rate, self.done, self.pinned, self.flow_completion, self.left,
                 self.sent, limit, has_limit, self.coflow_completion, self.record,
                 self.seg_start, *self._seg, self.n_seg, tot_in, tot_out, nz, running,
-                n_running, head)
+                n_running, head, plan.rates_fixed)
             self.t = t
             self.events += ev
             if reason != _SEG_FULL:
