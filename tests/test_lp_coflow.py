@@ -585,6 +585,18 @@ def test_heterogeneous_core_rates_are_rejected():
         solve_flow_lp(w.arrays, 2, fab)
 
 
+def test_time_limit_returns_the_last_relaxation_as_a_lower_bound():
+    # four unit coflows on one port pair, no seed cuts: the first LP (bounds only) is
+    # violated, so a zero time limit stops after one solve
+    w = make_workload(2, 1, [(0, 1, [(0, 1, 1)]) for _ in range(4)])
+    full = solve_coflow_lp(w.arrays, 1, RATE, seed=False)
+    early = solve_coflow_lp(w.arrays, 1, RATE, seed=False, time_limit=0.0)
+    assert full.status == "optimal" and full.value == pytest.approx(10.0)
+    assert early.status == "time_limit" and early.rounds == 1
+    assert early.value == pytest.approx(4.0)      # every C_k at its bound 1
+    assert early.value <= full.value
+
+
 def test_unknown_objective_is_rejected():
     w = make_workload(2, 1, [(0, 1, [(0, 1, 1)])])
     with pytest.raises(ValueError, match="objective"):

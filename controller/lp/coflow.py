@@ -131,7 +131,9 @@ class LPResult:
     seconds : float
         Wall time of the whole solve.
     status : str
-        ``"optimal"`` (no violated subset inequality left) or ``"round_limit"``.
+        ``"optimal"`` (no violated subset inequality left), ``"round_limit"`` or
+        ``"time_limit"`` (the loop stopped early: ``value`` is the optimum of a relaxation
+        with fewer cuts -- still a lower bound -- but the order is not LP-optimal).
     max_violation : float
         Largest relative violation of a subset inequality at the returned solution.
     lp : str
@@ -333,8 +335,10 @@ def _objective_columns(arrays: FlowArrays, inst: _Instance, objective: str, n_ba
 
 
 def _solve(arrays: FlowArrays, cores: int, rate_bps, objective: str, *, level: str,
-           formulation: str, remaining, now, coflows, tol, max_rounds, cap, seed) -> LPResult:
+           formulation: str, remaining, now, coflows, tol, max_rounds, cap, seed,
+           time_limit) -> LPResult:
     t0 = time.perf_counter()
+    deadline = None if time_limit is None else t0 + float(time_limit)
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
     if formulation not in FORMULATIONS:
@@ -405,7 +409,7 @@ def _solve(arrays: FlowArrays, cores: int, rate_bps, objective: str, *, level: s
         col_release = np.concatenate((inst.release,
                                       inst.release[kc_flow] if flow_vars else np.zeros(0)))
         seed_cuts = cp.seed(col_release[items.col] + items.size)
-    res = cp.run(max_rounds=max_rounds)
+    res = cp.run(max_rounds=max_rounds, deadline=deadline)
     rounds, cuts, converged, maxv = res.rounds, res.cuts, res.converged, res.max_violation
     x = res.x
     value_scaled = res.objective
@@ -418,7 +422,7 @@ def _solve(arrays: FlowArrays, cores: int, rate_bps, objective: str, *, level: s
             c2 = np.zeros(len(cost))
             c2[:nk] = 1.0
             cp.set_costs(c2)
-            res2 = cp.run(max_rounds=max_rounds)
+            res2 = cp.run(max_rounds=max_rounds, deadline=deadline)
             x = res2.x
             rounds += res2.rounds
             cuts += res2.cuts
@@ -454,10 +458,16 @@ def _solve(arrays: FlowArrays, cores: int, rate_bps, objective: str, *, level: s
         if len(jobs):
             value += float(np.dot(arrays.job_weight[jobs], cg[jobs]))
     name = "LP1" if level == "flow" else ("LP8" if m == 1 else "LP7")
+    if converged:
+        status = "optimal"
+    elif deadline is not None and time.perf_counter() >= deadline:
+        status = "time_limit"
+    else:
+        status = "round_limit"
     return LPResult(value=float(value), flow_completion=cf, coflow_completion=ck,
                     job_completion=cg, rounds=rounds, cuts=cuts, seed_cuts=seed_cuts,
                     seconds=time.perf_counter() - t0,
-                    status="optimal" if converged else "round_limit", max_violation=maxv,
+                    status=status, max_violation=maxv,
                     lp=name, objective=objective, cores=m)
 
 
@@ -465,7 +475,8 @@ def _solve(arrays: FlowArrays, cores: int, rate_bps, objective: str, *, level: s
 def solve_flow_lp(arrays: FlowArrays, cores: int, rate_bps, objective: str = "weighted", *,
                   remaining=None, now: float = 0.0, coflows=None, tol: float = 1e-7,
                   max_rounds: int = 200, cap: int = 5, seed: bool = True,
-                  formulation: str = "coflow-vars") -> LPResult:
+                  formulation: str = "coflow-vars",
+                  time_limit: float | None = None) -> LPResult:
     """LP (1): the divisible (flow-level) relaxation, solved to separation optimality.
 
     Parameters
@@ -502,6 +513,10 @@ def solve_flow_lp(arrays: FlowArrays, cores: int, rate_bps, objective: str = "we
         ``"coflow-vars"`` (default) solves the exact reduction to coflow variables
         described in the module docstring; ``"flow-vars"`` the literal LP (1) with one
         column per flow (same optimum; for cross-checks, much slower on large traces).
+    time_limit : float, optional
+        Wall seconds. When reached (after the first LP solve), the loop stops and returns
+        the optimum of the last relaxation solved: still a lower bound, but some subset
+        inequalities may be violated; ``status`` is ``"time_limit"``.
 
     Returns
     -------
@@ -520,12 +535,13 @@ def solve_flow_lp(arrays: FlowArrays, cores: int, rate_bps, objective: str = "we
     """
     return _solve(arrays, cores, rate_bps, objective, level="flow", formulation=formulation,
                   remaining=remaining, now=now, coflows=coflows, tol=tol,
-                  max_rounds=max_rounds, cap=cap, seed=seed)
+                  max_rounds=max_rounds, cap=cap, seed=seed, time_limit=time_limit)
 
 
 def solve_coflow_lp(arrays: FlowArrays, cores: int, rate_bps, objective: str = "weighted", *,
                     remaining=None, now: float = 0.0, coflows=None, tol: float = 1e-7,
-                    max_rounds: int = 200, cap: int = 5, seed: bool = True) -> LPResult:
+                    max_rounds: int = 200, cap: int = 5, seed: bool = True,
+                    time_limit: float | None = None) -> LPResult:
     """LP (7): the indivisible (coflow-level) relaxation; LP (8) when ``cores == 1``.
 
     Parameters are those of :func:`solve_flow_lp` (without ``formulation``: LP (7) has only
@@ -542,7 +558,7 @@ def solve_coflow_lp(arrays: FlowArrays, cores: int, rate_bps, objective: str = "
     """
     return _solve(arrays, cores, rate_bps, objective, level="coflow",
                   formulation="coflow-vars", remaining=remaining, now=now, coflows=coflows,
-                  tol=tol, max_rounds=max_rounds, cap=cap, seed=seed)
+                  tol=tol, max_rounds=max_rounds, cap=cap, seed=seed, time_limit=time_limit)
 
 
 def solve_single_core_lp(arrays: FlowArrays, rate_bps, objective: str = "weighted",

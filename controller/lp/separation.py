@@ -46,11 +46,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import time
+
 import highspy
 import numpy as np
 
 __all__ = ["PortItems", "PrefixViolations", "prefix_violations", "subset_rhs",
-           "CuttingPlane", "CutLoopResult", "LPSolveError"]
+           "CutSelection", "select_cuts", "CuttingPlane", "CutLoopResult", "LPSolveError"]
 
 
 class LPSolveError(RuntimeError):
@@ -181,6 +183,58 @@ def prefix_violations(items: PortItems, x: np.ndarray, cores: int) -> PrefixViol
     return PrefixViolations(order=order, violation=rhs - a, rhs=rhs)
 
 
+@dataclass(frozen=True, eq=False)
+class CutSelection:
+    """Violated prefixes chosen to become rows.
+
+    Attributes
+    ----------
+    order : int64 array
+        Items sorted by (port, C, col), as in :class:`PrefixViolations`.
+    starts, lengths : int64 arrays
+        Cut ``r`` is the set ``order[starts[r] : starts[r] + lengths[r]]`` (one port).
+    max_violation : float
+        Largest relative violation over all prefixes of all ports.
+    """
+
+    order: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+    max_violation: float
+
+
+def select_cuts(items: PortItems, x: np.ndarray, cores: int, *, tol: float = 1e-7,
+                cap: int = 5) -> CutSelection:
+    """Pick the violated prefixes to add: per port, up to ``cap``, most violated first.
+
+    A prefix is violated when ``rhs - lhs > tol * max(1, rhs)``. Only local maxima of the
+    violation along a port's prefix scan are candidates, so the cuts of one port are not
+    near-duplicates of each other (neighbouring prefixes differ by one item).
+    """
+    pv = prefix_violations(items, x, cores)
+    rel = pv.violation / np.maximum(1.0, pv.rhs)
+    max_rel = float(rel.max()) if len(rel) else 0.0
+    viol = rel > tol
+    empty = np.zeros(0, np.int64)
+    if not viol.any():
+        return CutSelection(pv.order, empty, empty, max_rel)
+    v = pv.violation
+    port_sorted = items.port[pv.order]
+    prev_same = np.concatenate(([False], port_sorted[1:] == port_sorted[:-1]))
+    next_same = np.concatenate((port_sorted[:-1] == port_sorted[1:], [False]))
+    vprev = np.where(prev_same, np.concatenate(([-np.inf], v[:-1])), -np.inf)
+    vnext = np.where(next_same, np.concatenate((v[1:], [-np.inf])), -np.inf)
+    cand = np.flatnonzero(viol & (v >= vprev) & (v >= vnext))
+    cport = port_sorted[cand]
+    o = np.lexsort((-rel[cand], cport))
+    cand, cport = cand[o], cport[o]
+    first = np.searchsorted(cport, cport, side="left")
+    keep = (np.arange(len(cand)) - first) < cap
+    cand, cport = cand[keep], cport[keep]
+    starts = items.start[cport]
+    return CutSelection(pv.order, starts, cand - starts + 1, max_rel)
+
+
 @dataclass(frozen=True)
 class CutLoopResult:
     """Outcome of :meth:`CuttingPlane.run`.
@@ -251,6 +305,9 @@ class CuttingPlane:
         h.setOptionValue("output_flag", False)
         h.setOptionValue("presolve", "off")
         h.setOptionValue("solver", "simplex")
+        # rows must hold well inside the separation tolerance, or a cut already in the LP
+        # could look violated again and be re-added forever
+        h.setOptionValue("primal_feasibility_tolerance", min(1e-9, self.tol * 1e-2))
         lp = highspy.HighsLp()
         lp.num_col_ = self.n_col
         lp.col_cost_ = np.asarray(cost, dtype=np.float64)
@@ -284,11 +341,19 @@ class CuttingPlane:
         if status == highspy.HighsStatus.kError:
             raise LPSolveError(f"HiGHS {what} failed")
 
-    def solve(self) -> np.ndarray:
-        """Re-solve from the current basis; return the column values."""
+    def solve(self, time_limit: float | None = None) -> np.ndarray | None:
+        """Re-solve from the current basis; return the column values.
+
+        With ``time_limit`` (seconds), returns None if HiGHS stops at the limit.
+        """
+        # HiGHS compares its time_limit with its cumulative run time over all runs
+        limit = np.inf if time_limit is None else self.h.getRunTime() + max(time_limit, 1e-3)
+        self.h.setOptionValue("time_limit", float(limit))
         self._check(self.h.run(), "run")
         self.solves += 1
         status = self.h.getModelStatus()
+        if status == highspy.HighsModelStatus.kTimeLimit and time_limit is not None:
+            return None
         if status == highspy.HighsModelStatus.kModelEmpty and self.n_col == 0:
             self.x = np.zeros(0)
             return self.x
@@ -375,33 +440,9 @@ class CuttingPlane:
         return self.add_prefix_cuts(order, np.array(ps, dtype=np.int64),
                                     np.array(ls, dtype=np.int64))
 
-    def separate(self, x: np.ndarray):
-        """Violated prefixes to add at ``x``: ``(order, starts, lengths, max_rel_violation)``."""
-        it = self.items
-        pv = prefix_violations(it, x, self.cores)
-        rel = pv.violation / np.maximum(1.0, pv.rhs)
-        max_rel = float(rel.max()) if len(rel) else 0.0
-        viol = rel > self.tol
-        if not viol.any():
-            return pv.order, np.zeros(0, np.int64), np.zeros(0, np.int64), max_rel
-        # local maxima of the violation along each port's prefix scan
-        v = pv.violation
-        port_sorted = it.port[pv.order]
-        prev_same = np.concatenate(([False], port_sorted[1:] == port_sorted[:-1]))
-        next_same = np.concatenate((port_sorted[:-1] == port_sorted[1:], [False]))
-        vprev = np.where(prev_same, np.concatenate(([-np.inf], v[:-1])), -np.inf)
-        vnext = np.where(next_same, np.concatenate((v[1:], [-np.inf])), -np.inf)
-        cand = np.flatnonzero(viol & (v >= vprev) & (v >= vnext))
-        # most violated first within each port; keep at most `cap` per port
-        cport = port_sorted[cand]
-        o = np.lexsort((-rel[cand], cport))
-        cand, cport = cand[o], cport[o]
-        first = np.searchsorted(cport, cport, side="left")
-        keep = (np.arange(len(cand)) - first) < self.cap
-        cand, cport = cand[keep], cport[keep]
-        starts = it.start[cport]
-        lengths = cand - starts + 1
-        return pv.order, starts, lengths, max_rel
+    def separate(self, x: np.ndarray) -> CutSelection:
+        """The violated prefixes to add at ``x`` (see :func:`select_cuts`)."""
+        return select_cuts(self.items, x, self.cores, tol=self.tol, cap=self.cap)
 
     def drop_slack_cuts(self) -> int:
         """Delete subset rows whose slack is basic (not binding); keeps the basis valid."""
@@ -419,35 +460,55 @@ class CuttingPlane:
         self.n_cut_rows -= len(drop)
         return len(drop)
 
-    def run(self, max_rounds: int = 200, drop_every: int = 5,
-            drop_until: int = 50) -> CutLoopResult:
+    def run(self, max_rounds: int = 200, drop_every: int = 5, drop_until: int = 50,
+            deadline: float | None = None) -> CutLoopResult:
         """Solve, separate, add cuts, re-solve ... until no prefix is violated.
 
         Slack subset rows are dropped every ``drop_every`` rounds during the first
         ``drop_until`` rounds only: after that rows are only added, so the loop cannot
         cycle and ends after finitely many rounds (there are finitely many prefixes).
 
+        Parameters
+        ----------
+        max_rounds : int
+        drop_every, drop_until : int
+        deadline : float, optional
+            A ``time.perf_counter()`` instant. After the first solve, the loop stops when
+            it is reached and returns the last *completed* solve: the optimum of a
+            relaxation with fewer cuts, still a valid lower bound, but ``converged`` is
+            False.
+
         Returns
         -------
         CutLoopResult
-            ``converged`` is False only if ``max_rounds`` solves were not enough.
+            ``converged`` is False if ``max_rounds`` solves or the deadline were not
+            enough.
         """
         rounds = 0
         added = 0
         converged = False
         max_rel = np.inf
-        x = None
+        x, obj = None, 0.0
         while rounds < max_rounds:
-            x = self.solve()
+            left = None
+            if deadline is not None and x is not None:
+                left = deadline - time.perf_counter()
+                if left <= 0:
+                    break
+            xn = self.solve(left)
+            if xn is None:          # time limit inside this solve: keep the last optimum
+                break
+            x, obj = xn, self.objective
             rounds += 1
-            order, starts, lengths, max_rel = self.separate(x)
-            if len(lengths) == 0:
+            sel = self.separate(x)
+            max_rel = sel.max_violation
+            if len(sel.lengths) == 0:
                 converged = True
                 break
             if (self.drop_slack and drop_every and rounds % drop_every == 0
                     and rounds <= drop_until):
                 self.drop_slack_cuts()
-            added += self.add_prefix_cuts(order, starts, lengths)
+            added += self.add_prefix_cuts(sel.order, sel.starts, sel.lengths)
         self.cuts_added += added
-        return CutLoopResult(x=x, objective=self.objective, rounds=rounds, cuts=added,
+        return CutLoopResult(x=x, objective=obj, rounds=rounds, cuts=added,
                              converged=converged, max_violation=max(0.0, max_rel))
