@@ -145,6 +145,9 @@ class Workload:
                 raise WorkloadError(f"precedence[{n}] must be a pair [before, after], got {arc!r}",
                                     field="precedence")
             for end in arc:
+                if not isinstance(end, str):
+                    raise WorkloadError(f"precedence[{n}]: coflow ids must be strings, got "
+                                        f"{end!r}", field="precedence")
                 if end not in ids:
                     raise WorkloadError(f"precedence[{n}] names unknown coflow {end!r}",
                                         field="precedence")
@@ -162,6 +165,9 @@ class Workload:
                 raise WorkloadError(f"duplicate job id {j.id!r}", field="jobs")
             job_ids.add(j.id)
             for cid in j.coflows:
+                if not isinstance(cid, str):
+                    raise WorkloadError(f"job {j.id!r}: coflow ids must be strings, got {cid!r}",
+                                        field="coflows")
                 if cid not in ids:
                     raise WorkloadError(f"job {j.id!r} names unknown coflow {cid!r}",
                                         field="coflows")

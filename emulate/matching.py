@@ -292,6 +292,9 @@ def run_matching(t, stop_time, fresh, order, pos, src, dst, coflow, size, core, 
         t = t_new
         if coflow_done or limit_hit:
             return t, COFLOW_DONE if coflow_done else BYTE_LIMIT, n_seg, events
+        if t >= stop_time:
+            # the next plan decides what starts now (nothing is pinned before it sends)
+            return t, STOP_TIME, n_seg, events
         # repair the matching, cursors in rank order
         steps = 0
         while nh > 0:
@@ -338,5 +341,3 @@ def run_matching(t, stop_time, fresh, order, pos, src, dst, coflow, size, core, 
             seg_start[g] = t
             if pinned[g] < 0:
                 pinned[g] = h
-        if t >= stop_time:
-            return t, STOP_TIME, n_seg, events

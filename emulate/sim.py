@@ -556,7 +556,7 @@ class Simulator:
             raise PlanError(
                 f"policy {self.policy.name!r} lets nothing send at t={self.t:g} while "
                 f"coflows {stuck} are unfinished and no event is pending")
-        for k in np.flatnonzero((self.left == 0) & ~self.cdone):
+        for k in np.flatnonzero((self.left == 0) & ~self.cdone & self.ready):
             self._complete(k)
         event = {_COFLOW_DONE: "completion", _BYTE_LIMIT: "byte_limit",
                  _STOP_TIME: "until" if self.t >= until else "horizon"}[reason]

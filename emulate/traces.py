@@ -114,7 +114,8 @@ def _require(obj, key, kind, where, source, line, default=None):
                             field=key)
     v = obj[key]
     if kind is not None and (isinstance(v, bool) or not isinstance(v, kind)):
-        name = {list: "a list", str: "a string", dict: "an object"}.get(kind, "a number")
+        name = {list: "a list", str: "a string", dict: "an object",
+                int: "an integer"}.get(kind, "a number")
         raise WorkloadError(f"{where}: {key!r} must be {name}, got {v!r}", source=source,
                             line=line, field=key)
     return v
@@ -192,11 +193,20 @@ def workload_from_dict(doc, *, source: str = "<workload>", text: str | None = No
                         tuple(jobs), name=name or str(doc.get("name", source)))
     except WorkloadError as e:
         line = None
-        m = re.search(r"coflow '([^']*)'", e.message)
-        if m:
-            line = _line_of(text, _id_pattern(m.group(1)))
+        dup = re.match(r"duplicate (coflow|job) id '([^']*)'", e.message)
+        if dup:  # the second occurrence is the duplicate
+            found = [m.start() for m in re.finditer(_id_pattern(dup.group(2)), text or "")]
+            if len(found) > 1:
+                line = text.count("\n", 0, found[1]) + 1
         elif e.field == "precedence":
             line = _line_of(text, r'"precedence"')
+        elif e.message.startswith("job "):
+            m = re.match(r"job '([^']*)'", e.message)
+            line = _line_of(text, _id_pattern(m.group(1)) if m else None, r'"jobs"')
+        else:
+            m = re.search(r"coflow '([^']*)'", e.message)
+            if m:
+                line = _line_of(text, _id_pattern(m.group(1)))
         raise e.located(source, line) from None
 
 
@@ -494,6 +504,7 @@ def read_fb_trace(path: str, *, cores: int = 1, rate_bps: float = 2.0**30,
     perm = (np.random.default_rng(seed).permutation(ports) % nhosts if hosts
             else np.arange(ports))
     coflows = []
+    seen_ids: dict[str, int] = {}
     for ln, raw in enumerate(lines[1:], start=2):
         if not raw.strip():
             continue
@@ -509,17 +520,20 @@ def read_fb_trace(path: str, *, cores: int = 1, rate_bps: float = 2.0**30,
             arrival = float(tok[1])
             nm = int(tok[2])
             mappers = [int(x) for x in tok[3:3 + nm]]
-            if len(mappers) != nm:
-                raise bad("mappers", f"expected {nm} mapper ports, found {len(mappers)}")
-            nr = int(tok[3 + nm])
-            red = tok[4 + nm:]
-            if len(red) != nr:
-                raise bad("reducers", f"expected {nr} reducers 'port:MB', found {len(red)}")
+            nr = int(tok[3 + nm]) if len(mappers) == nm else None
         except (IndexError, ValueError):
             raise bad("line", "expected '<id> <arrival ms> <#mappers> <ports>... "
                               "<#reducers> <port>:<MB>...'") from None
-        if arrival < 0:
-            raise bad("arrival", f"arrival must be >= 0 ms, got {arrival}")
+        if nr is None:
+            raise bad("mappers", f"expected {nm} mapper ports, found {len(mappers)}")
+        red = tok[4 + nm:]
+        if len(red) != nr:
+            raise bad("reducers", f"expected {nr} reducers 'port:MB', found {len(red)}")
+        if not math.isfinite(arrival) or arrival < 0:
+            raise bad("arrival", f"arrival must be a finite number >= 0 ms, got {tok[1]}")
+        if cid in seen_ids:
+            raise bad("id", f"duplicate coflow id {cid!r} (first on line {seen_ids[cid]})")
+        seen_ids[cid] = ln
         if nm == 0:
             raise bad("mappers", "a coflow needs at least one mapper")
         for p in mappers:
@@ -535,8 +549,8 @@ def read_fb_trace(path: str, *, cores: int = 1, rate_bps: float = 2.0**30,
                 raise bad("reducers", f"reducer {r!r} is not 'port:MB'") from None
             if not sep or not 0 <= port_i < ports:
                 raise bad("reducers", f"reducer port in {r!r} out of range 0..{ports - 1}")
-            if mb_f < 0:
-                raise bad("reducers", f"negative size in {r!r}")
+            if not math.isfinite(mb_f) or mb_f < 0:
+                raise bad("reducers", f"negative or non-finite size in {r!r} (must be a number >= 0)")
             total_mb += mb_f
             share = mb_f * MB * scale_bytes / nm
             for m in mappers:
@@ -545,7 +559,10 @@ def read_fb_trace(path: str, *, cores: int = 1, rate_bps: float = 2.0**30,
             continue
         flows = tuple(Flow(s, d, b) for (s, d), b in sorted(demand.items()) if b > 0)
         release = 0.0 if zero_release else arrival / 1000.0 * scale_time
-        coflows.append(Coflow(cid, flows, release=release, weight=1.0))
+        try:
+            coflows.append(Coflow(cid, flows, release=release, weight=1.0))
+        except WorkloadError as e:
+            raise e.located(path, ln) from None
     if limit is None and min_mb == 0 and len(coflows) != declared:
         raise WorkloadError(f"header declares {declared} coflows, found {len(coflows)}",
                             source=path, line=1, field="header")
@@ -626,6 +643,8 @@ def random_dag(rng: np.random.Generator, ids: list[str], chi: int, *,
     n = len(ids)
     if not 1 <= chi <= max(1, n):
         raise ValueError(f"chi must be in 1..{n}, got {chi}")
+    if n == 0:
+        return []
     level = np.concatenate([np.arange(chi), rng.integers(0, chi, size=n - chi)])
     rng.shuffle(level)
     by_level = [[ids[i] for i in np.flatnonzero(level == l)] for l in range(chi)]

@@ -168,8 +168,6 @@ def c1_flow(**flow):
     return doc_with(coflows=[GOOD_DOC["coflows"][0], {"id": "c1", "flows": [f]}])
 
 
-BUG_CLI_TRACEBACK = ("bug: the JSON reader raises TypeError/ValueError instead of "
-                     "WorkloadError, so the CLI prints a traceback and exits 1")
 
 BAD_CASES = [
     # (file name, file text or None, extra args, words the message must contain)
@@ -200,11 +198,9 @@ BAD_CASES = [
                  id="fb-trace-line"),
     pytest.param("rates.json", doc_with(fabric={"ports": 3, "cores": 2,
                                                 "core_rates": ["fast", "slow"]}), [],
-                 ["rates.json", "core_rates"], id="core-rates-not-numbers",
-                 marks=pytest.mark.xfail(strict=True, reason=BUG_CLI_TRACEBACK)),
+                 ["rates.json", "core_rates"], id="core-rates-not-numbers"),
     pytest.param("arcs.json", doc_with(precedence=[[["c0"], "c1"]]), [],
-                 ["arcs.json", "precedence"], id="arc-with-a-list",
-                 marks=pytest.mark.xfail(strict=True, reason=BUG_CLI_TRACEBACK)),
+                 ["arcs.json", "precedence"], id="arc-with-a-list"),
 ]
 
 

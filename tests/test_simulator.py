@@ -114,7 +114,7 @@ def check_state(w, s, last_time):
 #: Whether the random workloads contain coflows without bytes (no flows, or only
 #: zero-byte flows). Off while bug #1 (see test_empty_coflow_*) is open: with it on, almost
 #: every property test below fails on that one bug and would hide any other.
-EMPTY_COFLOWS = False
+EMPTY_COFLOWS = True
 
 
 @st.composite
@@ -283,12 +283,8 @@ BUG2 = Workload(Fabric(ports=2, cores=2, rate_bps=R), (
     Coflow("c1", (Flow(0, 1, 3.0), Flow(0, 0, 2.0))),
     Coflow("c2", (Flow(0, 0, 1.0),)),
     Coflow("c3", (Flow(0, 0, 1.0),))))
-BUG2_REASON = ("bug #2: emulate.matching.run_matching starts (and pins) flows under the old "
-               "plan at the stop time before returning STOP_TIME; State.core then pins flows "
-               "that have sent nothing (fifo on BUG2: incremental [4,3,4,3], rescan [4,3,3,4])")
 
 
-@pytest.mark.xfail(strict=True, reason=BUG2_REASON)
 def test_fifo_keeps_its_order_when_a_flow_completes_at_a_release_instant():
     r = simulate(BUG2, get_policy("fifo"), segments=True)
     verify(BUG2, r)
@@ -301,12 +297,10 @@ def test_fifo_on_the_bug2_instance_with_rescan_gives_fifo_order():
     assert r.coflow_completion.tolist() == [4.0, 3.0, 3.0, 4.0]
 
 
-@pytest.mark.xfail(strict=True, reason=BUG2_REASON)
 def test_flow_that_has_sent_nothing_is_not_pinned_at_a_release_instant():
     Simulator(BUG2, Checked(get_policy("fifo")), incremental=True).run()
 
 
-@pytest.mark.xfail(strict=True, reason=BUG2_REASON)
 @settings(max_examples=300, **SETTINGS)
 @example(w=BUG2, name="fifo")
 @given(w=workloads(heterogeneous=False), name=st.sampled_from(REGISTERED))
@@ -324,7 +318,6 @@ def test_state_given_to_every_registered_policy_is_consistent_on_the_rescan_path
         assert not w.fabric.identical
 
 
-@pytest.mark.xfail(strict=True, reason=BUG2_REASON)
 @settings(max_examples=300, **SETTINGS)
 @example(w=BUG2, name="fifo")
 @given(w=workloads(), name=st.sampled_from(REGISTERED))
@@ -399,12 +392,8 @@ def test_dag_successor_starts_exactly_when_its_predecessor_ends():
 #: are not ready yet (not released, or predecessors unfinished). They get the current time
 #: as completion, and their successors' predecessor counts are decremented early (and
 #: again when they really become ready, so a successor can wait forever).
-BUG1_REASON = ("bug #1: emulate.sim completes empty coflows that are not ready yet (before "
-               "their release or their predecessors) at the first event, and releases their "
-               "successors early")
 
 
-@pytest.mark.xfail(strict=True, reason=BUG1_REASON)
 def test_empty_coflow_between_two_coflows_keeps_the_precedence_with_fifo():
     # a (2 s) -> e (no flows) -> b; x (1 s, other ports) makes an event at t=1.
     w = w_of([Coflow("a", (Flow(0, 1, 2.0),)), Coflow("e", ()), Coflow("b", (Flow(2, 3, 1.0),)),
@@ -414,7 +403,6 @@ def test_empty_coflow_between_two_coflows_keeps_the_precedence_with_fifo():
     assert r.coflow_completion.tolist() == [2.0, 2.0, 3.0, 1.0]
 
 
-@pytest.mark.xfail(strict=True, reason=BUG1_REASON)
 def test_empty_coflow_after_a_released_later_coflow_completes_after_it():
     w = w_of([Coflow("c0", (Flow(0, 0, 1.0),), release=1.0), Coflow("c1", ())],
              arcs=[("c0", "c1")], ports=2)
@@ -422,7 +410,6 @@ def test_empty_coflow_after_a_released_later_coflow_completes_after_it():
     assert r.coflow_completion.tolist() == [2.0, 2.0]
 
 
-@pytest.mark.xfail(strict=True, reason=BUG1_REASON)
 def test_chain_through_an_empty_coflow_and_a_late_release():
     # a (2 s) -> e (no flows) -> b; b released at 5; c (no flows) released at 3
     w = w_of([Coflow("a", (Flow(0, 1, 2.0),)), Coflow("e", ()),
@@ -433,7 +420,6 @@ def test_chain_through_an_empty_coflow_and_a_late_release():
     assert r.coflow_completion.tolist() == [2.0, 2.0, 6.0, 3.0, 0.0]
 
 
-@pytest.mark.xfail(strict=True, reason=BUG1_REASON)
 def test_all_coflows_empty_complete_at_their_ready_times():
     w = w_of([Coflow("a", (), release=2.0), Coflow("b", (), release=1.0)], arcs=[("a", "b")])
     r = run_fixed(w, [])
@@ -593,7 +579,6 @@ BUG1_CASE = (Workload(Fabric(ports=2, cores=1, rate_bps=R),
                       (("c0", "c1"),)), [0], [0])
 
 
-@pytest.mark.xfail(strict=True, reason=BUG1_REASON)
 @settings(max_examples=200, **SETTINGS)
 @example(case=BUG1_CASE)
 @given(case=ordered_workloads(ports=(2, 4), cores=(1, 2), coflows=(1, 5), max_flows=3,

@@ -39,7 +39,11 @@ class Fabric:
         if not self.rate_bps > 0:
             raise FabricError(f"fabric.rate_bps must be > 0, got {self.rate_bps!r}")
         if self.core_rates is not None:
-            rates = tuple(float(r) for r in self.core_rates)
+            try:
+                rates = tuple(float(r) for r in self.core_rates)
+            except (TypeError, ValueError):
+                raise FabricError(f"fabric.core_rates must be a list of numbers (bits/s), "
+                                  f"got {self.core_rates!r}") from None
             if len(rates) != self.cores:
                 raise FabricError(
                     f"fabric.core_rates has {len(rates)} entries for {self.cores} cores")
