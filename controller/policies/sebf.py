@@ -21,9 +21,12 @@ reports (a coflow becomes ready, a coflow completes):
    regardless of their MADD rate (``Plan.backfill``; Varys backfills in arrival order, the
    only difference).
 
-The plan is a ``"priority"`` plan whose rate caps are the MADD rates, with
-``rates_fixed``: as in Varys, rates are allocated at coflow arrivals and departures only;
-the capacity of a flow that finishes before its coflow idles until the next such event. Weights are ignored (Varys minimises the average CCT).
+The plan is a ``"priority"`` plan whose rate caps are the MADD rates; the order and the
+caps change at coflow arrivals and departures (as in Varys), and the engine re-applies them
+at every flow completion, so the capacity of a flow that finishes before its coflow is
+backfilled at once. (Keeping the rates fixed until the next coflow event,
+``Plan.rates_fixed``, leaves that capacity idle: on FB2010 it doubles the average CCT,
+21.6 s -> 48.4 s.) Weights are ignored (Varys minimises the average CCT).
 
 References
 ----------
@@ -64,5 +67,4 @@ class Sebf(Policy):
         plan, flows, bounds = ordered_plan(state, idx, order, backfill=True)
         group = np.repeat(np.arange(len(order)), np.diff(bounds))
         plan.rate_cap = madd_caps(a, flows, group, plan.core, state.remaining, rates)
-        plan.rates_fixed = True
         return plan

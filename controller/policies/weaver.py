@@ -183,5 +183,4 @@ class Weaver(Policy):
         rank = np.full(a.n_flows, float(len(sg) + 1))
         rank[out] = pos + idx.tie[out]
         caps = madd_caps(a, out, pos, core, state.remaining, rates)
-        return Plan(core=core, rank=rank, rate_cap=caps, sharing="priority", backfill=True,
-                    rates_fixed=True)
+        return Plan(core=core, rank=rank, rate_cap=caps, sharing="priority", backfill=True)
