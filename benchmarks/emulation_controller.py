@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -69,6 +70,7 @@ def main(argv=None) -> int:
                 agg.setdefault(k, []).append(c[k])
             agg.setdefault("handoff", []).extend(
                 handoffs(os.path.join(r.extra["run_dir"], "decisions.jsonl")))
+            shutil.rmtree(r.extra["run_dir"], ignore_errors=True)  # the copied logs
             agg.setdefault("events", []).append(r.events)
         row = {"policy": policy, "hosts": args.hosts, "cores": 2, "rate_mbit": args.rate,
                "events": int(sum(agg["events"])), "load_avg": os.getloadavg()[0]}

@@ -6,20 +6,27 @@ completions, byte counters), builds a :class:`~controller.plan.State` at the sam
 as the simulator (the start, releases, coflow completions, byte thresholds, the plan's
 horizon), calls ``policy.plan(state)`` and *enforces* the plan:
 
-* every flow the plan's rates (:mod:`controller.rates`) let send is started on its core:
-  an OpenFlow rule on that core's switch matches its 4-tuple, marks its class
-  (``set_field ip_dscp``) and forwards it; its agent connects to the destination's
-  address on that core (which is what pins it there) and marks the same class;
+* every flow the plan's rates (:mod:`controller.rates`) let send is started on its core,
+  on a persistent connection between its hosts on that core (opened before the start,
+  so no handshake): an OpenFlow rule on that core's switch matches the connection's
+  4-tuple, marks the flow's class (``set_field ip_dscp``) and forwards it; the agent marks
+  the same class on its socket;
 * the plan's order becomes classes by :func:`controller.classes.conflict_classes`,
   re-mapped at every event; a rule is modified when its flow's class changes;
-* a started flow the plan gives rate 0 is paused at its agent and resumed later;
+* a started flow the plan gives rate 0 is paused at its agent (and its rule drops to the
+  lowest class) and resumed later;
 * a flow with a rate cap is paced by its agent (``SO_MAX_PACING_RATE``);
 * with ``sharing="fair"`` every flow sends in one class and TCP shares.
 
 When a flow completes the rates are recomputed from the same plan (as the simulator
-does). All of this runs in one thread (:meth:`EmulationRun.serve`), fed by a queue of
-events from the API threads, the OpenFlow thread and its own timers; decisions are
-logged, one JSON line each with a timestamp, to ``decisions.jsonl``.
+does; not with ``rates_fixed``). All of this runs in one thread (:meth:`EmulationRun.serve`),
+fed by a queue of events from the API threads, the OpenFlow thread and its own timers;
+decisions are logged, one JSON line each with a timestamp, to ``decisions.jsonl``.
+
+Latency matters (the simulator's control loop takes no time): signals go to the agents
+before the rule changes go to the switches; the State's byte counts are estimated (last
+measured counters plus the planned rates since) instead of waiting a round trip to every
+receiver (``exact_state`` waits); counters for the segments are collected asynchronously.
 
 Times: the emulation runs ``time_scale`` times slower than the workload (link rates
 divided by it, release times multiplied by it); every time reported is converted back to
@@ -378,7 +385,8 @@ class EmulationRun:
     def _run(self) -> None:
         a = self.arrays
         self.t0 = time.time() + self.cfg.start_delay
-        for r in np.unique(a.release):
+        releases = set(np.unique(a.release).tolist()) | {0.0}  # the simulator plans at 0
+        for r in sorted(releases):
             self._timer(self.at_w(float(r)), "release", float(r))
         self.decision(event="t0", t0=self.t0, scale=self.scale)
         log.info("t0 = %.6f (time scale %g)", self.t0, self.scale)

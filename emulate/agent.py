@@ -2,23 +2,27 @@
 
 Started by the Mininet engine in every host's network namespace::
 
-    python -m emulate.agent --api RUN_DIR/api.sock --host I
+    python -m emulate.agent --api RUN_DIR/api.sock --host I [--window BYTES] [--nice N]
 
 It registers with the controller over the management socket (:mod:`controller.api`),
 then serves two roles:
 
-* **receiver**: listens on TCP port ``data_port`` on all its addresses; a connection
-  starts with a 16-byte header (``b"CFE1"``, flow index, size); the agent counts the bytes
-  that follow and, when all have arrived, reports ``flow_done`` with the arrival time of
-  the last byte. It answers ``counters`` with the bytes received so far per flow.
-* **sender**: on ``start`` it connects from its address on the flow's core
-  (``src_addr:sport``; the controller has installed the rule for exactly that 4-tuple) to
-  the destination's address on that core, marks the class's TOS on the socket (the
-  host-side HTB tree acts on it), optionally paces (``SO_MAX_PACING_RATE``), and writes
-  ``bytes`` bytes; ``update`` changes TOS, pacing and pause/resume of a running flow.
+* **receiver**: listens on TCP port ``data_port`` on all its addresses. A connection
+  carries flows one after another, each a 16-byte header (``b"CFE1"``, flow index, size)
+  and its bytes; when a flow's last byte has arrived the agent reports ``flow_done`` with
+  that arrival time. ``counters`` is answered with the bytes received so far per flow,
+  exact, from the kernel (``TCP_INFO``). The listening socket's small receive buffer
+  (``--window``) bounds what any flow has in flight, so a switch queue never holds more
+  than a few milliseconds of one flow.
+* **sender**: keeps persistent connections (:class:`Connection`), one per source port the
+  controller chose; ``connect`` opens one ahead of time, ``start`` sends a flow on one
+  (opening it if needed) from the host's address on the flow's core to the destination's
+  address on that core (the controller has the rule for exactly that 4-tuple), marking
+  the class's TOS on the socket (the host-side HTB tree acts on it), optionally paced
+  (``SO_MAX_PACING_RATE``). ``update`` changes TOS, pacing and pause/resume of a flow.
 
-A paused flow stops writing; what is already in its small socket buffer (``SNDBUF``) still
-drains, in its class. Standard library only, one thread per flow: startup is fast and the
+A paused flow stops writing; what is already in its socket (``TCP_NOTSENT_LOWAT`` keeps it
+small) still drains, in the lowest class. Standard library only: startup is fast and the
 agent costs little CPU next to the switch.
 
 The agent exits when the controller says ``stop`` or its connection closes, and (Linux)

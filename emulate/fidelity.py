@@ -187,6 +187,17 @@ def compare(workload: Workload, policy: str, *, time_scale: float = 1.0,
     return FidelityReport(workload, policy, sim, emu)
 
 
+def against_simulator(result: RunResult, policy) -> FidelityReport:
+    """The report of an emulated ``result``: simulate the same workload with a fresh
+    ``policy`` (name or ``module:Class``; options as the emulated run had them) and
+    compare. ``coflowemu run --engine mininet`` prints its :meth:`FidelityReport.format`."""
+    from controller.policies import get_policy
+    from emulate.sim import simulate
+    pol = get_policy(policy) if isinstance(policy, str) else policy
+    sim = simulate(result.workload, pol, segments=True)
+    return FidelityReport(result.workload, result.policy, sim, result)
+
+
 def summarize(reports: list[FidelityReport]) -> dict:
     """Pooled per-coflow errors over several reports (e.g. seeds)."""
     e = np.concatenate([r.errors for r in reports]) if reports else np.zeros(0)
