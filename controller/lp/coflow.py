@@ -302,10 +302,12 @@ class _Rows:
 
 def _objective_columns(arrays: FlowArrays, inst: _Instance, objective: str, n_base: int,
                        rows: _Rows):
-    """Costs of the coflow columns and extra columns (jobs / C_max) with their rows.
+    """Objective of LP (13)/(14) or the weighted sum; appends the rows it needs to ``rows``.
 
-    Returns ``(cost, lower, extra)`` for the appended columns where ``extra`` describes
-    them: ``("jobs", job_ids)`` or ``("makespan", col)``.
+    Returns ``(cost_k, cost_x, lower_x, extra)``: costs of the coflow columns, costs and
+    lower bounds of the extra columns appended after the ``n_base`` others (one ``C_g``
+    per job, or one ``C_max``), and ``extra`` = ``None``, ``("jobs", job_ids)`` or
+    ``("makespan", col)``.
     """
     nk = len(inst.coflows)
     cost_k = np.zeros(nk)
