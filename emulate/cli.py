@@ -220,9 +220,11 @@ def _run_joint(w, policy_spec, engine, mode, objective, as_json, segments_path, 
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results",
               show_default=True, help="Directory for per-run JSON records.")
 @click.option("--lp-bound/--no-lp-bound", default=True, show_default=True)
+@click.option("--resume", is_flag=True,
+              help="Read back runs already recorded in --out instead of running them again.")
 @click.option("--json", "as_json", is_flag=True)
 def compare(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_release,
-            limit, policies, engine, mode, plot_path, out_dir, lp_bound, as_json):
+            limit, policies, engine, mode, plot_path, out_dir, lp_bound, resume, as_json):
     """Run several policies on WORKLOAD; print a table and write a CCT CDF plot."""
     from experiments.compare import compare as do_compare
     from experiments.plots import cct_cdf
@@ -236,7 +238,7 @@ def compare(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_
     opts = {n: policy_options(n, mode, None) for n in names}
     bound = lp_bound_for(w) if lp_bound else None
     cmp = do_compare(w, names, engine=engine, lp_bound=bound, out_dir=out_dir,
-                     progress=True, options_for=opts.get)
+                     progress=True, options_for=opts.get, resume=resume)
     if plot_path:
         cct_cdf(cmp, plot_path)
     if out_dir:

@@ -118,6 +118,22 @@ class RunResult:
         out.update(self.extra)
         return out
 
+    @classmethod
+    def from_json(cls, workload: Workload, doc: dict) -> "RunResult":
+        """A record read back from :meth:`to_json` output (completions only, no segments).
+
+        Raises ``ValueError`` if the document is not a run of ``workload``.
+        """
+        ids = [c.id for c in workload.coflows]
+        got = [c["id"] for c in doc.get("coflows", [])]
+        if got != ids or doc.get("workload") != workload.name:
+            raise ValueError(f"record of {doc.get('workload')!r} does not match workload "
+                             f"{workload.name!r}")
+        completion = np.array([c["completion"] for c in doc["coflows"]], dtype=np.float64)
+        return cls(workload=workload, policy=doc["policy"], engine=doc.get("engine", "sim"),
+                   flow_completion=np.full(workload.arrays.n_flows, np.nan),
+                   coflow_completion=completion, wall_seconds=doc.get("wall_seconds", 0.0))
+
     def write_segments(self, path: str) -> int:
         """Write the segments as JSON lines (atomically); returns how many."""
         if self.segments is None:

@@ -95,21 +95,33 @@ def run_policy(workload: Workload, spec: str, *, engine: str = "sim", segments: 
 
 def compare(workload: Workload, policies: list[str], *, engine: str = "sim",
             lp_bound: float | None = None, out_dir: str | None = None,
-            progress: bool = False, options_for=None) -> Comparison:
+            progress: bool = False, options_for=None, resume: bool = False) -> Comparison:
     """Run every policy on ``workload``; write each record to ``out_dir`` as it finishes.
 
-    ``options_for(name) -> dict`` gives per-policy options (e.g. ``mode``).
+    ``options_for(name) -> dict`` gives per-policy options (e.g. ``mode``). With
+    ``resume``, a policy whose record for this workload is already in ``out_dir`` is read
+    back instead of run again (so a long sweep can be continued, or split over processes).
     """
     rows, runs = [], []
     for spec in policies:
-        opts = options_for(spec) if options_for else {}
-        run = run_policy(workload, spec, engine=engine, progress=progress, **opts)
+        path = os.path.join(out_dir, f"run-{_safe(spec)}.json") if out_dir else None
+        run = _load_record(workload, path) if resume and path else None
+        if run is None:
+            opts = options_for(spec) if options_for else {}
+            run = run_policy(workload, spec, engine=engine, progress=progress, **opts)
+            if path:
+                atomic_write(path, json.dumps(run.to_json(lp_bound), indent=1))
         runs.append(run)
         rows.append(Row.of(run, lp_bound))
-        if out_dir:
-            atomic_write(os.path.join(out_dir, f"run-{_safe(spec)}.json"),
-                         json.dumps(run.to_json(lp_bound), indent=1))
     return Comparison(workload, engine, lp_bound, rows, runs)
+
+
+def _load_record(workload: Workload, path: str) -> RunResult | None:
+    try:
+        with open(path) as fh:
+            return RunResult.from_json(workload, json.load(fh))
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def _safe(name: str) -> str:

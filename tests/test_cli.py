@@ -308,6 +308,33 @@ def test_compare_with_the_lp_bound_gives_ratios_of_at_least_one(runner, wfile, t
         assert row["lp_ratio"] >= 1 - 1e-6
 
 
+def test_compare_resume_reads_back_recorded_runs_and_reruns_foreign_ones(runner, wfile,
+                                                                         tmp_path):
+    out = tmp_path / "out"
+    args = ("compare", wfile, "--policies", "fifo,sebf", "--no-lp-bound", "--json",
+            "--plot", tmp_path / "p.png", "--out", out)
+    first = json.loads(invoke(runner, *args).stdout)
+    # a record we can recognise if it is read back, and one of another workload
+    fifo = json.loads((out / "run-fifo.json").read_text())
+    for c in fifo["coflows"]:
+        c["completion"] += 1000.0
+    (out / "run-fifo.json").write_text(json.dumps(fifo))
+    sebf = json.loads((out / "run-sebf.json").read_text())
+    sebf["workload"] = "something else"
+    (out / "run-sebf.json").write_text(json.dumps(sebf))
+    again = json.loads(invoke(runner, *args, "--resume").stdout)
+    rows = {r["policy"]: r for r in again["rows"]}
+    before = {r["policy"]: r for r in first["rows"]}
+    n = len(fifo["coflows"])
+    assert rows["fifo"]["total_weighted_completion"] == pytest.approx(
+        before["fifo"]["total_weighted_completion"]
+        + 1000.0 * sum(c["weight"] for c in fifo["coflows"]))
+    assert n > 0
+    assert rows["sebf"]["total_weighted_completion"] == pytest.approx(
+        before["sebf"]["total_weighted_completion"], rel=1e-12)
+    assert json.loads((out / "run-sebf.json").read_text())["workload"] != "something else"
+
+
 @pytest.mark.parametrize("lp", ["flow", "coflow", "single"])
 def test_bound_is_at_most_every_simulated_cost(runner, wfile, lp):
     r = invoke(runner, "bound", wfile, "--lp", lp, "--json")
