@@ -157,6 +157,11 @@ def run(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_rele
         from emulate.cli_emulation import run_mininet
         kw = {} if time_scale is None else {"time_scale": time_scale}
         result = run_mininet(w, policy, segments=bool(segments_path), progress=True, **kw)
+        if not as_json:
+            from emulate.fidelity import against_simulator
+            click.echo(against_simulator(
+                result, get_policy(policy_spec, **policy_options(policy_spec, mode,
+                                                                 objective))).format())
     bound = lp_bound_for(w) if lp_bound else None
     if segments_path:
         result.write_segments(segments_path)
@@ -382,6 +387,18 @@ def demo(seed, out_dir):
     """The main job: LP-based policies vs baselines on a seeded 2-core workload."""
     from experiments.demo import run_demo
     click.echo(run_demo(seed=seed, out_dir=out_dir))
+
+
+@main.command("demo-emulation")
+@click.option("--seed", type=int, default=7, show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False),
+              default="results/demo-emulation", show_default=True)
+def demo_emulation(seed, out_dir):
+    """The main job on real switches (root): the demo's comparison on Mininet."""
+    if os.geteuid() != 0:
+        _fail("demo-emulation builds a Mininet network: run it as root (make demo-emulation)")
+    from experiments.demo import run_demo_emulation
+    click.echo(run_demo_emulation(seed=seed, out_dir=out_dir))
 
 
 def _add_emulation_commands():
