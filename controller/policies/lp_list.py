@@ -204,7 +204,7 @@ def assign_cores_by_flow(order, src, dst, load, cores: int, ports: int,
 
 
 @numba.njit(cache=True)
-def _assign_by_coflow(corder, fstart, fidx, src, dst, load, pinned, cores, ports):
+def _assign_by_coflow(corder, fstart, fidx, src, dst, load, pinned, cpinned, cores, ports):
     load_in = np.zeros((cores, ports))
     load_out = np.zeros((cores, ports))
     lin = np.zeros(ports)
@@ -212,7 +212,7 @@ def _assign_by_coflow(corder, fstart, fidx, src, dst, load, pinned, cores, ports
     out = np.empty(corder.shape[0], dtype=np.int64)
     for n in range(corder.shape[0]):
         a, b = fstart[n], fstart[n + 1]
-        h = -1
+        h = cpinned[n]
         for t in range(a, b):
             f = fidx[t]
             lin[src[f]] += load[f]
@@ -245,7 +245,7 @@ def _assign_by_coflow(corder, fstart, fidx, src, dst, load, pinned, cores, ports
 
 
 def assign_cores_by_coflow(coflow_order, flows_of, src, dst, load, cores: int, ports: int,
-                           pinned=None) -> np.ndarray:
+                           pinned=None, coflow_pinned=None) -> np.ndarray:
     """Algorithm 2, step 2: each coflow, in order, to the core minimising its bound.
 
     ``h* = argmin_h max_{(i,j): d_ijk > 0} (loadIn[h][i] + L^in_ik + loadOut[h][j] +
@@ -260,6 +260,9 @@ def assign_cores_by_coflow(coflow_order, flows_of, src, dst, load, cores: int, p
     cores, ports : int
     pinned : int array per flow, optional
         A coflow with a pinned (already started) flow stays on that flow's core.
+    coflow_pinned : int array, optional
+        ``coflow_pinned[n] >= 0``: ``coflow_order[n]`` already sent on that core (maybe
+        with flows that have finished since) and stays there.
 
     Returns
     -------
@@ -277,9 +280,12 @@ def assign_cores_by_coflow(coflow_order, flows_of, src, dst, load, cores: int, p
             else np.zeros(0, np.int64))
     if pinned is None:
         pinned = np.full(len(src), -1, dtype=np.int64)
+    if coflow_pinned is None:
+        coflow_pinned = np.full(len(corder), -1, dtype=np.int64)
     return _assign_by_coflow(corder, fstart, fidx, np.asarray(src, np.int64),
                              np.asarray(dst, np.int64), np.asarray(load, np.float64),
-                             np.asarray(pinned, np.int64), int(cores), int(ports))
+                             np.asarray(pinned, np.int64),
+                             np.asarray(coflow_pinned, np.int64), int(cores), int(ports))
 
 
 # ------------------------------------------------------------------------------- pure API
@@ -354,8 +360,13 @@ def lp_list_schedule(workload: Workload, algorithm: str = "flow",
         if algorithm == "single":
             core[order] = np.where(pin[order] >= 0, pin[order], 0)
         else:
+            # a coflow that has sent on a core stays there, even if the flows that sent
+            # have finished (indivisible: one core per coflow for its whole life)
+            cpin = np.full(a.n_coflows, -1, dtype=np.int64)
+            started = np.flatnonzero(pin >= 0)
+            cpin[a.coflow[started]] = pin[started]
             ch = assign_cores_by_coflow(corder, flows_of, a.src, a.dst, load, fab.cores,
-                                        a.ports, pin)
+                                        a.ports, pin, cpin[corder])
             core[order] = np.repeat(ch, counts)
             p = pin[order]
             core[order] = np.where(p >= 0, p, core[order])
