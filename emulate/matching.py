@@ -110,6 +110,35 @@ def emit(record, f, h, t0, t1, r, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, 
 
 
 @numba.njit(cache=True)
+def advance_flow(f, dt, t_new, rem, size, sent, coflow, done, flow_completion, left,
+                 coflow_completion, rate, core, seg_start, record, seg_flow, seg_core,
+                 seg_t0, seg_t1, seg_rate, n_seg):
+    """Flow ``f`` sends at its rate for ``dt``; if that finishes it, record its completion
+    (and its coflow's, if it was the last flow). Returns (n_seg, finished, coflow done)."""
+    r = rate[f]
+    moved = r * dt
+    if moved > rem[f]:
+        moved = rem[f]
+    rem[f] -= moved
+    k = coflow[f]
+    sent[k] += moved
+    if rem[f] > EPS_BYTES + 1e-12 * size[f]:
+        return n_seg, False, False
+    sent[k] += rem[f]
+    rem[f] = 0.0
+    done[f] = True
+    flow_completion[f] = t_new
+    n_seg = emit(record, f, core[f], seg_start[f], t_new, r, seg_flow, seg_core, seg_t0,
+                 seg_t1, seg_rate, n_seg)
+    rate[f] = 0.0
+    left[k] -= 1
+    if left[k] == 0:
+        coflow_completion[k] = t_new
+        return n_seg, True, True
+    return n_seg, True, False
+
+
+@numba.njit(cache=True)
 def _cursor(hk, hp, hi, nh, port, after, ptr, lpos):
     """Push a cursor on ``port`` at its first flow positioned after ``after``."""
     lo, hi_ = ptr[port], ptr[port + 1]
@@ -261,21 +290,12 @@ def run_matching(t, stop_time, fresh, order, pos, src, dst, coflow, size, core, 
             f = owner[p]
             if f < 0:
                 continue
-            r = rate[f]
-            moved = r * dt
-            if moved > rem[f]:
-                moved = rem[f]
-            rem[f] -= moved
+            n_seg, finished, cdone = advance_flow(
+                f, dt, t_new, rem, size, sent, coflow, done, flow_completion, left,
+                coflow_completion, rate, core, seg_start, record, seg_flow, seg_core,
+                seg_t0, seg_t1, seg_rate, n_seg)
             k = coflow[f]
-            sent[k] += moved
-            if rem[f] <= EPS_BYTES + 1e-12 * size[f]:
-                sent[k] += rem[f]
-                rem[f] = 0.0
-                done[f] = True
-                flow_completion[f] = t_new
-                n_seg = emit(record, f, core[f], seg_start[f], t_new, r, seg_flow, seg_core,
-                             seg_t0, seg_t1, seg_rate, n_seg)
-                rate[f] = 0.0
+            if finished:
                 po = nport + core[f] * P + dst[f]
                 owner[p] = -1
                 owner[po] = -1
@@ -283,10 +303,7 @@ def run_matching(t, stop_time, fresh, order, pos, src, dst, coflow, size, core, 
                 tot[po] -= 1
                 hk, hp, hi, nh = _cursor(hk, hp, hi, nh, p, pos[f], ptr, lpos)
                 hk, hp, hi, nh = _cursor(hk, hp, hi, nh, po, pos[f], ptr, lpos)
-                left[k] -= 1
-                if left[k] == 0:
-                    coflow_completion[k] = t_new
-                    coflow_done = True
+                coflow_done = coflow_done or cdone
             elif has_limit and byte_limit[k] < np.inf and sent[k] >= byte_limit[k] * (1 - 1e-12):
                 limit_hit = True
         t = t_new

@@ -41,8 +41,9 @@ from controller.model import Workload
 from controller.plan import Plan, PlanError, State
 from controller.policies.base import Policy
 from emulate.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_DONE,
-                              EPS_BYTES, SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
-                              STUCK as _STUCK, emit, port_lists, run_matching)
+                              SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
+                              STUCK as _STUCK, advance_flow, emit, port_lists,
+                              run_matching)
 from emulate.records import RunResult, Segments
 
 
@@ -361,21 +362,11 @@ def _run(t, stop_time, order, pos, src, dst, coflow, size, core, cap, fair, back
         limit_hit = False
         for m in range(n_running):
             f = running[m]
-            r = rate[f]
-            moved = r * dt
-            if moved > rem[f]:
-                moved = rem[f]
-            rem[f] -= moved
-            k = coflow[f]
-            sent[k] += moved
-            if rem[f] <= EPS_BYTES + 1e-12 * size[f]:
-                sent[k] += rem[f]
-                rem[f] = 0.0
-                done[f] = True
-                flow_completion[f] = t_new
-                n_seg = emit(record, f, core[f], seg_start[f], t_new, r, seg_flow,
-                              seg_core, seg_t0, seg_t1, seg_rate, n_seg)
-                rate[f] = 0.0
+            n_seg, finished, cdone = advance_flow(
+                f, dt, t_new, rem, size, sent, coflow, done, flow_completion, left,
+                coflow_completion, rate, core, seg_start, record, seg_flow, seg_core,
+                seg_t0, seg_t1, seg_rate, n_seg)
+            if finished:
                 h = core[f]
                 tot_in[h, src[f]] -= 1
                 if tot_in[h, src[f]] == 0:
@@ -383,10 +374,7 @@ def _run(t, stop_time, order, pos, src, dst, coflow, size, core, cap, fair, back
                 tot_out[h, dst[f]] -= 1
                 if tot_out[h, dst[f]] == 0:
                     nz[1] -= 1
-                left[k] -= 1
-                if left[k] == 0:
-                    coflow_completion[k] = t_new
-                    coflow_done = True
+                coflow_done = coflow_done or cdone
         if has_limit:
             for m in range(n_running):
                 k = coflow[running[m]]
@@ -465,15 +453,18 @@ class Simulator:
                 changed = True
                 if self.left[k] == 0:
                     nxt.extend(self._complete(k))
-            frontier = np.array([k for k in nxt if self.released[k] and not self.ready[k]
-                                 and self.preds_left[k] == 0], dtype=np.int64)
+            frontier = np.unique(np.array(
+                [k for k in nxt if self.released[k] and not self.ready[k]
+                 and self.preds_left[k] == 0], dtype=np.int64))
         return changed
 
     def _complete(self, k) -> list:
-        if not self.cdone[k]:
-            self.cdone[k] = True
-            if np.isnan(self.coflow_completion[k]):
-                self.coflow_completion[k] = self.t
+        """Coflow ``k`` is done: its successors have one predecessor less."""
+        if self.cdone[k]:
+            return []
+        self.cdone[k] = True
+        if np.isnan(self.coflow_completion[k]):
+            self.coflow_completion[k] = self.t
         succ = self.arrays.succs[k]
         self.preds_left[succ] -= 1
         return list(succ)
