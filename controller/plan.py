@@ -123,7 +123,9 @@ class State:
         Current time, seconds.
     event : str
         Why the policy is called: ``"start"``, ``"ready"`` (coflows became ready),
-        ``"completion"`` (a coflow completed), ``"byte_limit"``, ``"horizon"``.
+        ``"release"`` (coflows were released but wait for predecessors), ``"completion"``
+        (a coflow completed), ``"byte_limit"``, ``"horizon"`` (the plan's horizon, or an
+        outer loop's stop time).
     workload, arrays
         The workload and its flat view.
     remaining : float array per flow

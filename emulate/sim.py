@@ -79,7 +79,7 @@ def _priority_rates(order, head, src, dst, core, cap, done, core_cap, backfill, 
         i = src[f]
         j = dst[f]
         r = min(cap[f], res_in[h, i], res_out[h, j])
-        if r > 0.0:
+        if r > 1e-9 * core_cap[h]:  # not floating-point crumbs of a full link
             newr[n] = r
             res_in[h, i] -= r
             res_out[h, j] -= r
@@ -104,7 +104,7 @@ def _priority_rates(order, head, src, dst, core, cap, done, core_cap, backfill, 
                 continue
             h = core[f]
             r = min(res_in[h, src[f]], res_out[h, dst[f]])
-            if r > 0.0:
+            if r > 1e-9 * core_cap[h]:
                 newr[n] += r
                 res_in[h, src[f]] -= r
                 res_out[h, dst[f]] -= r
@@ -551,8 +551,11 @@ class Simulator:
             self._complete(k)
         event = {_COFLOW_DONE: "completion", _BYTE_LIMIT: "byte_limit",
                  _STOP_TIME: "until" if self.t >= until else "horizon"}[reason]
+        released = int(self.released.sum())
         if self._make_ready():
             event = "ready"
+        elif int(self.released.sum()) > released:
+            event = "release"  # released, but waiting for predecessors
         if self.progress is not None:
             self.progress.update(int(self.cdone.sum()) - before)
         self._event = event

@@ -181,26 +181,19 @@ def variants(name):
     return out
 
 
-#: Bug #3 (controller/policies/lp_list.py, online mode): at a re-plan, a coflow whose
-#: started flows have all finished loses its core: ``lp_list_schedule`` lists only flows
-#: with bytes left, so ``assign_cores_by_coflow`` never sees the finished flow's pinned
-#: core and sends the coflow's remaining flows to another core. lp-coflow online on BUG3:
-#: c2's flow 1->0 runs on core 1 during [0, 1], its flow 1->1 on core 0 during [1, 2].
+#: Former bug #3 (controller/policies/lp_list.py, online mode): at a re-plan, a coflow
+#: whose started flows had all finished lost its core and its remaining flows went to
+#: another core. lp-coflow online on BUG3 split c2 over cores 0 and 1.
 BUG3 = Workload(Fabric(ports=2, cores=2, rate_bps=R), (
     Coflow("c0", (Flow(0, 0, 1.0),), release=1.0),
     Coflow("c1", (Flow(0, 0, 1.0),)),
     Coflow("c2", (Flow(1, 0, 1.0), Flow(1, 1, 1.0)))))
-BUG3_REASON = ("bug #3: lp-coflow mode=online splits a coflow over two cores when its "
-               "started flows finished before a re-plan (BUG3: c2 on cores [0, 1])")
 INDIVISIBLE = ("lp-coflow", "lp-single")
 
 
 def _policy_run(name, options):
     pid = name + "".join(f"-{v}" for v in options.values())
-    marks = ()
-    if name == "lp-coflow" and options.get("mode") == "online":
-        marks = pytest.mark.xfail(strict=True, reason=BUG3_REASON)
-    return pytest.param(name, options, id=pid, marks=marks)
+    return pytest.param(name, options, id=pid)
 
 
 POLICY_RUNS = [_policy_run(n, o) for n in REGISTERED for o in variants(n)]
@@ -237,7 +230,6 @@ def test_every_registered_policy_produces_a_schedule_the_verifier_accepts(name, 
         assert set(result.segments.core.tolist()) <= {0}
 
 
-@pytest.mark.xfail(strict=True, reason=BUG3_REASON)
 def test_lp_coflow_online_keeps_a_coflow_on_one_core_after_its_first_flows_finish():
     r = simulate(BUG3, get_policy("lp-coflow", mode="online"), segments=True)
     verify(BUG3, r, indivisible=True)
