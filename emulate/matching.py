@@ -23,9 +23,11 @@ import numpy as np
 
 @numba.njit(cache=True)
 def heap_push(hk, hp, hi, n, key, port, idx):
-    """Push (key, port, idx) on a min-heap of size n; returns the new arrays and size."""
+    """Push (key, port, idx) on a min-heap of size n; returns the new arrays and size.
+
+    Keys may be integers (rank positions) or floats (fair-share levels)."""
     if n == hk.shape[0]:
-        nk = np.empty(2 * n, dtype=np.int64)
+        nk = np.empty(2 * n, dtype=hk.dtype)
         npp = np.empty(2 * n, dtype=np.int64)
         ni = np.empty(2 * n, dtype=np.int64)
         nk[:n] = hk

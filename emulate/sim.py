@@ -42,8 +42,8 @@ from controller.plan import Plan, PlanError, State
 from controller.policies.base import Policy
 from emulate.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_DONE,
                               SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
-                              STUCK as _STUCK, advance_flow, emit, port_lists,
-                              run_matching)
+                              STUCK as _STUCK, advance_flow, emit, heap_pop, heap_push,
+                              port_lists, run_matching)
 from emulate.records import RunResult, Segments
 
 
@@ -112,41 +112,6 @@ def _priority_rates(order, head, src, dst, core, cap, done, core_cap, backfill, 
 
 
 @numba.njit(cache=True)
-def _fheap_push(hk, hp, n, key, port):
-    c = n
-    hk[c], hp[c] = key, port
-    while c > 0:
-        p = (c - 1) // 2
-        if hk[p] <= hk[c]:
-            break
-        hk[p], hk[c] = hk[c], hk[p]
-        hp[p], hp[c] = hp[c], hp[p]
-        c = p
-    return n + 1
-
-
-@numba.njit(cache=True)
-def _fheap_pop(hk, hp, n):
-    key, port = hk[0], hp[0]
-    n -= 1
-    hk[0], hp[0] = hk[n], hp[n]
-    c = 0
-    while True:
-        l = 2 * c + 1
-        if l >= n:
-            break
-        m = l
-        if l + 1 < n and hk[l + 1] < hk[l]:
-            m = l + 1
-        if hk[c] <= hk[m]:
-            break
-        hk[m], hk[c] = hk[c], hk[m]
-        hp[m], hp[c] = hp[c], hp[m]
-        c = m
-    return key, port, n
-
-
-@numba.njit(cache=True)
 def _fair_rates(order, head, src, dst, core, cap, done, core_cap, newr, frozen):
     """Max-min fair rates by progressive filling, each flow at most its cap.
 
@@ -210,22 +175,23 @@ def _fair_rates(order, head, src, dst, core, cap, done, core_cap, newr, frozen):
     ci = 0
     hk = np.empty(2 * nport + 2 * live + 1)
     hp = np.empty(2 * nport + 2 * live + 1, dtype=np.int64)
+    hi = np.zeros(2 * nport + 2 * live + 1, dtype=np.int64)  # unused payload
     nh = 0
     for p in range(2 * nport):
         if cnt[p] > 0:
             h = (p % nport) // P
-            nh = _fheap_push(hk, hp, nh, core_cap[h] / cnt[p], p)
+            hk, hp, hi, nh = heap_push(hk, hp, hi, nh, core_cap[h] / cnt[p], p, 0)
     while live > 0:
         lp = np.inf
         port = -1
         while nh > 0:
-            key, q, nh2 = hk[0], hp[0], nh
+            key, q = hk[0], hp[0]
             h = (q % nport) // P
             if cnt[q] > 0 and key == (core_cap[h] - used[q]) / cnt[q]:
                 lp = key
                 port = q
                 break
-            key, q, nh = _fheap_pop(hk, hp, nh)
+            key, q, _, nh = heap_pop(hk, hp, hi, nh)
         while ci < nc and frozen[capped[corder[ci]]]:
             ci += 1
         lc = capkeys[corder[ci]] if ci < nc else np.inf
@@ -235,7 +201,7 @@ def _fair_rates(order, head, src, dst, core, cap, done, core_cap, newr, frozen):
             level = lc
             ci += 1
         else:
-            key, q, nh = _fheap_pop(hk, hp, nh)
+            key, q, _, nh = heap_pop(hk, hp, hi, nh)
             victims_lo, victims_hi = ptr[port], ptr[port + 1]
             single = -1
             level = lp
@@ -255,7 +221,8 @@ def _fair_rates(order, head, src, dst, core, cap, done, core_cap, newr, frozen):
                 cnt[q] -= 1
                 if cnt[q] > 0:
                     h = (q % nport) // P
-                    nh = _fheap_push(hk, hp, nh, (core_cap[h] - used[q]) / cnt[q], q)
+                    hk, hp, hi, nh = heap_push(hk, hp, hi, nh,
+                                               (core_cap[h] - used[q]) / cnt[q], q, 0)
     return n_all - 1
 
 
