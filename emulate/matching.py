@@ -112,6 +112,29 @@ def emit(record, f, h, t0, t1, r, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, 
 
 
 @numba.njit(cache=True)
+def byte_limit_dt(running, n_running, rate, coflow, byte_limit, sent, ctot, dt):
+    """The earliest time (from now, at most ``dt``) at which a coflow with a byte limit
+    reaches it, given the rates of the flows in ``running[:n_running]`` (-1 entries are
+    skipped). ``ctot`` is per-coflow scratch, left zeroed."""
+    for m in range(n_running):
+        f = running[m]
+        if f >= 0 and byte_limit[coflow[f]] < np.inf:
+            ctot[coflow[f]] += rate[f]
+    for m in range(n_running):
+        f = running[m]
+        if f >= 0:
+            k = coflow[f]
+            if ctot[k] > 0.0:
+                d = (byte_limit[k] - sent[k]) / ctot[k]
+                if d < 0.0:
+                    d = 0.0
+                if d < dt:
+                    dt = d
+                ctot[k] = 0.0
+    return dt
+
+
+@numba.njit(cache=True)
 def advance_flow(f, dt, t_new, rem, size, sent, coflow, done, flow_completion, left,
                  coflow_completion, rate, core, seg_start, record, seg_flow, seg_core,
                  seg_t0, seg_t1, seg_rate, n_seg):
@@ -267,21 +290,7 @@ def run_matching(t, stop_time, fresh, order, pos, src, dst, coflow, size, core, 
                 if d < dt:
                     dt = d
         if has_limit:
-            for p in range(nport):
-                f = owner[p]
-                if f >= 0 and byte_limit[coflow[f]] < np.inf:
-                    ctot[coflow[f]] += rate[f]
-            for p in range(nport):
-                f = owner[p]
-                if f >= 0:
-                    k = coflow[f]
-                    if ctot[k] > 0.0:
-                        d = (byte_limit[k] - sent[k]) / ctot[k]
-                        if d < 0.0:
-                            d = 0.0
-                        if d < dt:
-                            dt = d
-                        ctot[k] = 0.0
+            dt = byte_limit_dt(owner, nport, rate, coflow, byte_limit, sent, ctot, dt)
         if dt == np.inf:
             return t, STUCK, n_seg, events
         events += 1

@@ -42,8 +42,8 @@ from controller.plan import Plan, PlanError, State
 from controller.policies.base import Policy
 from emulate.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_DONE,
                               SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
-                              STUCK as _STUCK, advance_flow, emit, heap_pop, heap_push,
-                              port_lists, run_matching)
+                              STUCK as _STUCK, advance_flow, byte_limit_dt, emit, heap_pop,
+                              heap_push, port_lists, run_matching)
 from emulate.records import RunResult, Segments
 
 
@@ -308,19 +308,7 @@ def _run(t, stop_time, order, pos, src, dst, coflow, size, core, cap, fair, back
             if d < dt:
                 dt = d
         if has_limit:
-            for m in range(n_running):
-                f = running[m]
-                if byte_limit[coflow[f]] < np.inf:
-                    ctot[coflow[f]] += rate[f]
-            for m in range(n_running):
-                k = coflow[running[m]]
-                if ctot[k] > 0.0:
-                    d = (byte_limit[k] - sent[k]) / ctot[k]
-                    if d < 0.0:
-                        d = 0.0
-                    if d < dt:
-                        dt = d
-                    ctot[k] = 0.0
+            dt = byte_limit_dt(running, n_running, rate, coflow, byte_limit, sent, ctot, dt)
         if dt == np.inf:
             return t, _STUCK, n_seg, n_running, events
         events += 1
