@@ -1,11 +1,14 @@
 """Human units on the command line: rates (``1Gbps``), sizes (``100MB``), times (``10ms``).
 
-Rates are decimal (``1Gbps`` = 1e9 bit/s; ``Gibps`` = 2^30). Sizes: ``KB/MB/GB`` are
+Rates are decimal (``1Gbps`` = 1e9 bit/s; ``Gibps`` = 2^30); a capital ``B`` means bytes
+(``1GBps`` = 8e9 bit/s, ``1MiBps`` = 8 x 2^20 bit/s). Sizes: ``KB/MB/GB`` are
 decimal, ``KiB/MiB/GiB`` binary, a bare number is bytes. Times: ``us``, ``ms``, ``s``,
 ``min``; a bare number is seconds.
 
 >>> parse_rate("1Gbps"), parse_rate("50Mbit"), parse_rate("1e9")
 (1000000000.0, 50000000.0, 1000000000.0)
+>>> parse_rate("1GiBps"), parse_rate("2MB/s")
+(8589934592.0, 16000000.0)
 >>> parse_bytes("100MB"), parse_bytes("1MiB")
 (100000000.0, 1048576.0)
 >>> parse_duration("10ms")
@@ -40,7 +43,10 @@ def _parse(text, table, what: str, example: str) -> float:
 
 
 def parse_rate(text) -> float:
-    """Bits per second."""
+    """Bits per second (a capital ``B``, as in ``MBps`` or ``MB/s``, means bytes)."""
+    m = re.fullmatch(_NUM + r"([kKmMgGtT]?i?)B(ps|/s)", str(text).strip())
+    if m:
+        return 8.0 * _parse(f"{m.group(1)}{m.group(2)}bps", _RATE, "rate", "1Gbps")
     return _parse(text, _RATE, "rate", "1Gbps, 50Mbps")
 
 
