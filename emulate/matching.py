@@ -281,11 +281,9 @@ def run_matching(t, stop_time, fresh, order, pos, src, dst, coflow, size, core, 
         if record and n_seg + 4 * nport + 2 > seg_cap:
             return t, SEG_FULL, n_seg, events
         dt = stop_time - t
-        busy = 0
         for p in range(nport):
             f = owner[p]
             if f >= 0:
-                busy += 1
                 d = rem[f] / rate[f]
                 if d < dt:
                     dt = d
