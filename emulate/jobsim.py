@@ -61,24 +61,22 @@ Examples
 """
 from __future__ import annotations
 
-import dataclasses
 import time as _time
 from dataclasses import dataclass, field
 
-import networkx as nx
 import numpy as np
 
-from controller.compute import ComputePolicy, compute_policies, get_compute_policy
-from controller.compute.online import Replanner
+from controller.compute import ComputePolicy, compute_policies
 from controller.compute.schedule import ComputeSchedule
-from controller.jobs import JointWorkload, shuffle_flows
+from controller.jobrun import JobDriver, KeepCores, job_times
+from controller.jobs import JointWorkload
 from controller.model import Coflow, Flow, Job, Workload
-from controller.policies import Policy, PolicyError, available, get_policy
+from controller.policies import PolicyError, available, get_policy
 from emulate.records import RunResult, Segments, atomic_write
 from emulate.sim import Simulator
 
 __all__ = ["DEFAULT_COMPUTE", "split_policy", "JointSimulator", "JointResult",
-           "simulate_joint"]
+           "joint_result", "simulate_joint"]
 
 #: compute policy used when a joint workload is run under a plain network policy name
 DEFAULT_COMPUTE = "fifo"
@@ -106,31 +104,6 @@ def split_policy(spec: str) -> tuple[str, str]:
         raise PolicyError(f"no network policy in {spec!r} (compute+network, e.g. "
                           f"{compute}+lp-coflow)")
     return compute, network
-
-
-class _KeepCores(Policy):
-    """A network policy restarted mid-run: flows that have sent keep their core.
-
-    An offline policy plans its cores in ``start`` as if nothing had been sent; after a
-    restart some flows are already pinned (no migration), and their core is restored in
-    every plan. Everything else is the wrapped policy's.
-    """
-
-    def __init__(self, inner: Policy):
-        self.inner = inner
-        self.name = inner.name or type(inner).__name__
-
-    def start(self, workload: Workload) -> None:
-        self.workload = workload
-        self.inner.start(workload)
-
-    def plan(self, state):
-        p = self.inner.plan(state)
-        pinned = (state.core >= 0) & ~state.flow_done
-        if isinstance(p.core, np.ndarray) and p.core.shape == pinned.shape and \
-                (p.core[pinned] != state.core[pinned]).any():
-            p = dataclasses.replace(p, core=np.where(pinned, state.core, p.core))
-        return p
 
 
 class _Network:
@@ -241,7 +214,7 @@ class _Network:
                 jobs.append(Job(j.id, keep, j.weight))
         w = Workload(jw.fabric, tuple(coflows), tuple(arcs), tuple(jobs), name=jw.name)
         gated = [pos[k] for k in active if self.gated[k] and not self.opened[k]]
-        sim = Simulator(w, _KeepCores(self.make_policy()), segments=self.record, gated=gated)
+        sim = Simulator(w, KeepCores(self.make_policy()), segments=self.record, gated=gated)
         # resume: absolute time, cores of started flows, bytes each coflow has sent
         sim.t = self.t
         self.local_flows = np.array(local, dtype=np.int64)
@@ -458,220 +431,106 @@ class JointSimulator:
         self.jw = jw = workload
         self.policy = policy
         self.compute_name, self.network_name = split_policy(policy)
-        self.cpol: ComputePolicy = get_compute_policy(self.compute_name)
         opts = dict(network_options or {})
         get_policy(self.network_name, **opts)            # fail early on a bad name/option
         self._make_policy = lambda: get_policy(self.network_name, **opts)
         self.record = segments
-        cw = jw.compute
-        a = self.a = cw.arrays
-        self.tol = 1e-9 * max(1.0, float(a.proc[a.allowed].max()) if a.n_tasks else 1.0)
-        self.rp = Replanner(a, self.cpol.plan, preemptive=self.cpol.preemptive,
-                            keep_machine=not self.cpol.migration)
-        sidx = {s: n for n, s in enumerate(a.stage_ids)}      # compute stage index
-        cidx = jw.coflow_index
-        g = jw.dag
-        kind = jw.node_kind
-        S, C = a.n_stages, len(jw.coflows)
-        self.stage_cof_preds = [[cidx[p] for p in g.predecessors(sid) if kind[p] == "coflow"]
-                                for sid in a.stage_ids]
-        self.stage_stage_preds = [[sidx[p] for p in g.predecessors(sid) if kind[p] == "stage"]
-                                  for sid in a.stage_ids]
-        self.cof_stage_preds = [[sidx[p] for p in g.predecessors(c.id) if kind[p] == "stage"]
-                                for c in jw.coflows]
-        self.cof_consumers = [[sidx[s] for s in jw.consumer_stages(c.id)] for c in jw.coflows]
-        self.gated = np.array([bool(p) for p in self.cof_stage_preds], dtype=bool)
-        self.watch = np.array([any(kind[s] == "stage" for s in g.successors(c.id))
-                               for c in jw.coflows], dtype=bool)
-        self.gates = np.zeros(S, dtype=bool)                  # some coflow waits for it
-        for ps in self.cof_stage_preds:
-            self.gates[ps] = True
-        self.stage_topo = [sidx[x] for x in nx.topological_sort(g) if kind[x] == "stage"]
-        self.is_shuffle = np.array([c.id in jw.shuffles for c in jw.coflows], dtype=bool)
-        self.stage_done = np.zeros(S, dtype=bool)
-        self.stage_completion = np.full(S, np.nan)
-        self.job_arrival = a.job_release
-        self.net = _Network(jw, self._make_policy, segments, self.gated)
-        self.probes = 0
+        self.driver = JobDriver(jw, self.compute_name)
+        self.cpol: ComputePolicy = self.driver.cpol
+        self.rp = self.driver.rp
+        self.net = _Network(jw, self._make_policy, segments, self.driver.gated)
         self.events = 0
         self.t = 0.0
 
-    # ---------------------------------------------------------------- compute side
-    def _plannable(self, t: float) -> np.ndarray:
-        """Tasks the compute policy may plan at ``t``."""
-        a, net = self.a, self.net
-        blocked = np.zeros(a.n_stages, dtype=bool)
-        for s in self.stage_topo:
-            blocked[s] = (any(np.isnan(net.completion[k]) for k in self.stage_cof_preds[s])
-                          or any(blocked[p] for p in self.stage_stage_preds[s]))
-        arrived = self.job_arrival <= t + self.tol
-        ok = ~self.rp.done & ~blocked[a.task_stage] & arrived[a.task_job]
-        return np.flatnonzero(ok)
+    def _open(self, ks, flows) -> None:
+        self.net.open(ks, flows)
 
-    def _finished_on(self) -> np.ndarray:
-        """Per task: machine of its last committed segment (-1 if none)."""
-        seg = self.rp.seg
-        out = np.full(self.a.n_tasks, -1, dtype=np.int64)
-        end = np.full(self.a.n_tasks, -np.inf)
-        for tk, i, e in zip(seg[0], seg[1], seg[3]):
-            if e >= end[tk]:
-                end[tk], out[tk] = e, i
-        return out
-
-    def _place(self, tasks: list[int], t: float) -> None:
-        """Pin consumer ``tasks`` of shuffles opening at ``t`` to a machine each."""
-        rp = self.rp
-        tasks = [q for q in tasks if rp.pinned[q] < 0]
-        if not tasks:
-            return
-        if self.cpol.pinned:
-            for q in tasks:
-                rp.pin(q, int(rp.a.fastest[q]))
-            return
-        # look ahead: where would the policy run them if they could start now, beside the
-        # ready work and the consumers already placed that still wait for their shuffle?
-        waiting = np.flatnonzero((rp.pinned >= 0) & ~rp.done)
-        probe = np.union1d(np.union1d(self._plannable(t), waiting), tasks)
-        s = rp.plan_at(t, probe, follow=False)
-        self.probes += 1
-        orig = s.arrays.orig_task
-        M = self.a.n_machines
-        busy = np.zeros((self.a.n_tasks, M))
-        first = {}
-        for j in np.argsort(s.start, kind="stable"):
-            tk, i = int(orig[s.task[j]]), int(s.machine[j])
-            busy[tk, i] += s.end[j] - s.start[j]
-            first.setdefault(tk, i)
-        for q in tasks:
-            cands = np.flatnonzero(busy[q] >= busy[q].max() * (1 - 1e-9))
-            rp.pin(q, first[q] if first[q] in cands else int(cands[0]))
-
-    def _shuffle_flows(self, k: int) -> tuple:
-        a, jw = self.a, self.jw
-        where = self._finished_on()
-        producers = [(int(where[q]), jw.output_bytes.get(a.task_ids[q], 0.0))
-                     for s in self.cof_stage_preds[k] for q in a.stage_tasks[s]]
-        consumers = [int(self.rp.pinned[q]) for s in self.cof_consumers[k]
-                     for q in a.stage_tasks[s]]
-        return shuffle_flows(producers, consumers)
-
-    # ---------------------------------------------------------------- the loop
     def _settle(self, t: float) -> None:
-        """Complete stages, open coflows, until nothing changes at ``t``."""
         net = self.net
-        while True:
-            sdone = self.rp.stage_done_at()
-            newly = np.flatnonzero(~self.stage_done & (sdone <= t + self.tol))
-            self.stage_done[newly] = True
-            self.stage_completion[newly] = sdone[newly]
-            ready = [k for k in np.flatnonzero(self.gated & ~net.opened)
-                     if all(self.stage_done[s] for s in self.cof_stage_preds[k])]
-            if not ready:
-                return
-            consumers = [q for k in ready if self.is_shuffle[k]
-                         for s in self.cof_consumers[k] for q in self.a.stage_tasks[s]]
-            self._place(consumers, t)
-            flows = {k: self._shuffle_flows(k) for k in ready if self.is_shuffle[k]}
-            net.open(ready, flows)
-
-    def _next_compute_event(self, t: float) -> float:
-        """The next joint event compute knows of: the projected completion of a stage
-        some coflow waits for, the next job arrival, or the end of the current plan."""
-        proj = self.rp.projected_completion()
-        a = self.a
-        nxt = np.inf
-        end = -np.inf
-        for s in np.flatnonzero(~self.stage_done):
-            c = proj[a.stage_tasks[s]].max()
-            if self.gates[s]:
-                nxt = min(nxt, c)
-            if np.isfinite(c):
-                end = max(end, c)
-        later = self.job_arrival[self.job_arrival > t + self.tol]
-        if len(later):
-            nxt = min(nxt, float(later.min()))
-        return min(nxt, end) if np.isfinite(end) else nxt
+        self.driver.settle(t, self.rp.stage_done_at(), net.opened, net.completion, self._open)
 
     def _finished(self) -> bool:
-        return bool(self.stage_done.all() and not np.isnan(self.net.completion).any())
+        return bool(self.driver.stage_done.all() and not np.isnan(self.net.completion).any())
 
     def run(self) -> JointResult:
         wall = _time.perf_counter()
-        net, rp = self.net, self.rp
+        net, drv = self.net, self.driver
         t = 0.0
         net.start()
         self._settle(t)
-        self._replan(t)
-        limit = 20 * (self.a.n_tasks + len(self.jw.coflows) + 10) ** 2
+        drv.replan(t, net.completion)
+        limit = 20 * (drv.a.n_tasks + len(self.jw.coflows) + 10) ** 2
         while not self._finished():
             self.events += 1
             if self.events > limit:
                 raise RuntimeError("joint simulation does not progress")
-            t_stop = self._next_compute_event(t)
-            if t_stop > t + self.tol:
-                net.advance(t_stop, self.watch)
+            t_stop = drv.next_event(t)
+            if t_stop > t + drv.tol:
+                net.advance(t_stop, drv.watch)
                 t = max(t, net.t)
             else:
                 t = max(t, t_stop)
-            rp.commit(t)
+            drv.commit(t)
             self._settle(t)
-            self._replan(t)
+            drv.replan(t, net.completion)
         net.finish()
         self.t = t
         return self._result(_time.perf_counter() - wall)
 
-    def _replan(self, t: float) -> None:
-        tasks = self._plannable(t)
-        if len(tasks):
-            self.rp.plan_at(t, tasks)
-
     # ---------------------------------------------------------------- records
     def _result(self, wall: float) -> JointResult:
-        jw, a, net = self.jw, self.a, self.net
+        net, drv = self.net, self.driver
         sched = self.rp.schedule(self.policy, {"replans": self.rp.replans})
-        # the realized network: every coflow with the flows it had, released when opened
-        coflows = []
-        order = []
-        for k, c in enumerate(jw.coflows):
-            gs = net.flows_of[k]
-            order.extend(gs)
-            coflows.append(Coflow(c.id, tuple(Flow(net.f_src[g], net.f_dst[g], net.f_bytes[g])
-                                              for g in gs),
-                                  release=float(net.release[k]), weight=c.weight))
-        realized = Workload(jw.fabric, tuple(coflows), jw.network.precedence, (),
-                            name=jw.name)
-        pos = np.empty(len(net.f_cof), dtype=np.int64)
-        pos[np.array(order, dtype=np.int64)] = np.arange(len(order))
-        segs = None
-        if self.record:
-            f, h, t0, t1, r = (np.array(x) for x in net.segs)
-            segs = Segments(pos[f.astype(np.int64)] if len(f) else f.astype(np.int64),
-                            h.astype(np.int64), t0.astype(float), t1.astype(float),
-                            r.astype(float))
-        flow_completion = np.empty(len(order))
-        flow_completion[pos] = net.f_done
-        run = RunResult(workload=realized, policy=self.network_name, engine="sim",
-                        flow_completion=flow_completion, coflow_completion=net.completion.copy(),
-                        segments=segs, wall_seconds=wall, events=net.events)
-        # per stage (workload order) and job
-        sidx = {s: n for n, s in enumerate(a.stage_ids)}
-        order_s = [sidx[s.id] for s in jw.stages]
-        comp = self.stage_completion[order_s]
-        start = sched.task_start
-        st_start = np.array([start[a.stage_tasks[s]].min() for s in order_s])
-        done_at = {s.id: c for s, c in zip(jw.stages, comp)}
-        done_at.update({c.id: x for c, x in zip(jw.coflows, net.completion)})
-        jarr = {j: r for j, r in zip(a.job_ids, a.job_release)}
-        ready = np.array([max([jarr[jw.job_of(s.id)]] +
-                              [done_at[p] for p in jw.dag.predecessors(s.id)])
-                          for s in jw.stages])
-        jc = np.array([max(done_at[x] for x in j.stages + j.coflows) for j in jw.jobs])
-        jr = np.array([jarr[j.id] for j in jw.jobs])
-        extra = {"replans": self.rp.replans, "placement_probes": self.probes,
+        segs = tuple(np.array(x) for x in net.segs) if self.record else None
+        extra = {"replans": self.rp.replans, "placement_probes": drv.probes,
                  "network_restarts": net.rebuilds, "network_policy_calls": net.policy_calls,
                  "joint_events": self.events}
-        return JointResult(jw, self.policy, self.compute_name, self.network_name, sched, run,
-                           ready, st_start, comp, jr, jc, wall, extra)
+        return joint_result(self.jw, self.policy, sched, drv.stage_completion,
+                            (net.f_cof, net.f_src, net.f_dst, net.f_bytes), net.f_done,
+                            net.release, net.completion, segs, engine="sim", wall=wall,
+                            events=net.events, extra=extra)
+
+
+def joint_result(jw: JointWorkload, policy: str, sched: ComputeSchedule,
+                 stage_completion: np.ndarray, flows, flow_completion, coflow_release,
+                 coflow_completion, segments, *, engine: str, wall: float, events: int,
+                 extra: dict) -> JointResult:
+    """The :class:`JointResult` of a run of either engine.
+
+    ``flows`` = (coflow, src, dst, bytes) lists of every flow the run had (shuffles' as
+    made at run time), ``flow_completion`` per flow, ``coflow_release`` (when opened) and
+    ``coflow_completion`` per ``jw.coflows``, ``segments`` = (flow, core, start, end,
+    rate_bps) arrays over those flows or None; ``stage_completion`` in compute-stage order.
+    """
+    compute_name, network_name = split_policy(policy)
+    f_cof, f_src, f_dst, f_bytes = (list(x) for x in flows)
+    # the realized network: every coflow with the flows it had, released when opened
+    by_cof: list[list[int]] = [[] for _ in jw.coflows]
+    for g, k in enumerate(f_cof):
+        by_cof[int(k)].append(g)
+    order = [g for gs in by_cof for g in gs]
+    coflows = [Coflow(c.id, tuple(Flow(int(f_src[g]), int(f_dst[g]), float(f_bytes[g]))
+                                  for g in gs),
+                      release=float(coflow_release[k]), weight=c.weight)
+               for k, (c, gs) in enumerate(zip(jw.coflows, by_cof))]
+    realized = Workload(jw.fabric, tuple(coflows), jw.network.precedence, (), name=jw.name)
+    pos = np.empty(len(order), dtype=np.int64)
+    pos[np.array(order, dtype=np.int64)] = np.arange(len(order))
+    segs = None
+    if segments is not None:
+        f, h, t0, t1, r = (np.asarray(x) for x in segments)
+        segs = Segments(pos[f.astype(np.int64)] if len(f) else f.astype(np.int64),
+                        h.astype(np.int64), t0.astype(float), t1.astype(float),
+                        r.astype(float))
+    fc = np.empty(len(order))
+    fc[pos] = np.asarray(flow_completion, dtype=float)
+    run = RunResult(workload=realized, policy=network_name, engine=engine,
+                    flow_completion=fc, coflow_completion=np.array(coflow_completion, float),
+                    segments=segs, wall_seconds=wall, events=events)
+    ready, start, comp, jr, jc = job_times(jw, stage_completion, sched.task_start,
+                                           run.coflow_completion)
+    return JointResult(jw, policy, compute_name, network_name, sched, run, ready, start, comp,
+                       jr, jc, wall, dict(extra))
 
 
 def simulate_joint(workload: JointWorkload, policy: str, *, segments: bool = False,

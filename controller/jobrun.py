@@ -1,0 +1,254 @@
+"""The compute half of a joint run, shared by the joint simulator and the emulation controller.
+
+A joint run (:class:`~controller.jobs.JointWorkload` under ``compute+network``) has two
+halves: the network (coflows, scheduled by a network policy) and the compute (tasks of
+stages, scheduled by a compute policy). :class:`JobDriver` is the compute half and the
+rules that tie the halves together; the engines supply the network and the clock:
+
+* the joint simulator (``emulate.jobsim``) runs the network in the flow-level simulator
+  and takes the compute plan as what happens;
+* the emulation controller (``controller.joint_runtime``) runs the network on real
+  switches and has the agents execute the compute plan on the hosts: a stage completes
+  when the agents report its last task finished.
+
+Both call the same methods at the same joint events (a job arrives, a stage that a
+coflow waits for completes, a coflow that a stage waits for completes, the compute plan
+runs out):
+
+1. :meth:`JobDriver.commit` makes the current compute plan final up to now;
+2. :meth:`JobDriver.settle` completes stages and opens the coflows whose producing
+   stages are complete (placing a shuffle's consumer tasks first and making its flows
+   from where the producers finished: the rule of ``controller.jobs``);
+3. :meth:`JobDriver.replan` runs the compute policy on the residual instance of the
+   ready work.
+
+:class:`KeepCores` wraps a network policy restarted mid-run on the residual network (a
+shuffle's flows exist only once it opens): flows that have sent keep their core.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import networkx as nx
+import numpy as np
+
+from controller.compute import ComputePolicy, get_compute_policy
+from controller.compute.online import Replanner
+from controller.jobs import JointWorkload, shuffle_flows
+from controller.policies import Policy
+
+__all__ = ["JobDriver", "KeepCores", "job_times"]
+
+
+class KeepCores(Policy):
+    """A network policy restarted mid-run: flows that have sent keep their core.
+
+    An offline policy plans its cores in ``start`` as if nothing had been sent; after a
+    restart some flows are already pinned (no migration), and their core is restored in
+    every plan. Everything else is the wrapped policy's.
+    """
+
+    def __init__(self, inner: Policy):
+        self.inner = inner
+        self.name = inner.name or type(inner).__name__
+
+    def start(self, workload) -> None:
+        self.workload = workload
+        self.inner.start(workload)
+
+    def plan(self, state):
+        p = self.inner.plan(state)
+        pinned = (state.core >= 0) & ~state.flow_done
+        if isinstance(p.core, np.ndarray) and p.core.shape == pinned.shape and \
+                (p.core[pinned] != state.core[pinned]).any():
+            p = dataclasses.replace(p, core=np.where(pinned, state.core, p.core))
+        return p
+
+
+class JobDriver:
+    """The compute policy's side of one joint run; see the module docstring.
+
+    Parameters
+    ----------
+    workload : JointWorkload
+    compute : str
+        A registered compute policy name.
+
+    Attributes
+    ----------
+    rp : Replanner, the compute plan being followed and the committed work
+    a : ComputeArrays of ``workload.compute``
+    gated : bool per coflow, waits for producing stages (opened by :meth:`settle`)
+    watch : bool per coflow, some stage waits for it (its completion is a joint event)
+    gates : bool per compute stage, some coflow waits for it
+    stage_done, stage_completion : per compute stage (``a.stage_ids`` order)
+    """
+
+    def __init__(self, workload: JointWorkload, compute: str):
+        self.jw = jw = workload
+        self.cpol: ComputePolicy = get_compute_policy(compute)
+        a = self.a = jw.compute.arrays
+        self.tol = 1e-9 * max(1.0, float(a.proc[a.allowed].max()) if a.n_tasks else 1.0)
+        self.rp = Replanner(a, self.cpol.plan, preemptive=self.cpol.preemptive,
+                            keep_machine=not self.cpol.migration)
+        sidx = {s: n for n, s in enumerate(a.stage_ids)}
+        cidx = jw.coflow_index
+        g = jw.dag
+        kind = jw.node_kind
+        self.stage_cof_preds = [[cidx[p] for p in g.predecessors(sid) if kind[p] == "coflow"]
+                                for sid in a.stage_ids]
+        self.stage_stage_preds = [[sidx[p] for p in g.predecessors(sid) if kind[p] == "stage"]
+                                  for sid in a.stage_ids]
+        self.cof_stage_preds = [[sidx[p] for p in g.predecessors(c.id) if kind[p] == "stage"]
+                                for c in jw.coflows]
+        self.cof_consumers = [[sidx[s] for s in jw.consumer_stages(c.id)] for c in jw.coflows]
+        self.gated = np.array([bool(p) for p in self.cof_stage_preds], dtype=bool)
+        self.watch = np.array([any(kind[s] == "stage" for s in g.successors(c.id))
+                               for c in jw.coflows], dtype=bool)
+        self.gates = np.zeros(a.n_stages, dtype=bool)
+        for ps in self.cof_stage_preds:
+            self.gates[ps] = True
+        self.stage_topo = [sidx[x] for x in nx.topological_sort(g) if kind[x] == "stage"]
+        self.is_shuffle = np.array([c.id in jw.shuffles for c in jw.coflows], dtype=bool)
+        self.stage_done = np.zeros(a.n_stages, dtype=bool)
+        self.stage_completion = np.full(a.n_stages, np.nan)
+        self.job_arrival = a.job_release
+        self.probes = 0
+
+    # ---------------------------------------------------------------- compute side
+    def plannable(self, t: float, coflow_completion: np.ndarray) -> np.ndarray:
+        """Tasks the compute policy may plan at ``t``: not done, of an arrived job, in a
+        stage that waits for no incomplete coflow (directly or through stages)."""
+        a = self.a
+        blocked = np.zeros(a.n_stages, dtype=bool)
+        for s in self.stage_topo:
+            blocked[s] = (any(np.isnan(coflow_completion[k]) for k in self.stage_cof_preds[s])
+                          or any(blocked[p] for p in self.stage_stage_preds[s]))
+        arrived = self.job_arrival <= t + self.tol
+        ok = ~self.rp.done & ~blocked[a.task_stage] & arrived[a.task_job]
+        return np.flatnonzero(ok)
+
+    def finished_on(self) -> np.ndarray:
+        """Per task: machine of its last committed segment (-1 if none)."""
+        seg = self.rp.seg
+        out = np.full(self.a.n_tasks, -1, dtype=np.int64)
+        end = np.full(self.a.n_tasks, -np.inf)
+        for tk, i, e in zip(seg[0], seg[1], seg[3]):
+            if e >= end[tk]:
+                end[tk], out[tk] = e, i
+        return out
+
+    def place(self, tasks: list[int], t: float, coflow_completion: np.ndarray) -> None:
+        """Pin consumer ``tasks`` of shuffles opening at ``t`` to a machine each."""
+        rp = self.rp
+        tasks = [q for q in tasks if rp.pinned[q] < 0]
+        if not tasks:
+            return
+        if self.cpol.pinned:
+            for q in tasks:
+                rp.pin(q, int(rp.a.fastest[q]))
+            return
+        # look ahead: where would the policy run them if they could start now, beside the
+        # ready work and the consumers already placed that still wait for their shuffle?
+        waiting = np.flatnonzero((rp.pinned >= 0) & ~rp.done)
+        probe = np.union1d(np.union1d(self.plannable(t, coflow_completion), waiting), tasks)
+        s = rp.plan_at(t, probe, follow=False)
+        self.probes += 1
+        orig = s.arrays.orig_task
+        busy = np.zeros((self.a.n_tasks, self.a.n_machines))
+        first = {}
+        for j in np.argsort(s.start, kind="stable"):
+            tk, i = int(orig[s.task[j]]), int(s.machine[j])
+            busy[tk, i] += s.end[j] - s.start[j]
+            first.setdefault(tk, i)
+        for q in tasks:
+            cands = np.flatnonzero(busy[q] >= busy[q].max() * (1 - 1e-9))
+            rp.pin(q, first[q] if first[q] in cands else int(cands[0]))
+
+    def shuffle_flows(self, k: int) -> tuple:
+        """The flows of shuffle ``k`` now (its producers finished, consumers placed)."""
+        a, jw = self.a, self.jw
+        where = self.finished_on()
+        producers = [(int(where[q]), jw.output_bytes.get(a.task_ids[q], 0.0))
+                     for s in self.cof_stage_preds[k] for q in a.stage_tasks[s]]
+        consumers = [int(self.rp.pinned[q]) for s in self.cof_consumers[k]
+                     for q in a.stage_tasks[s]]
+        return shuffle_flows(producers, consumers)
+
+    # ---------------------------------------------------------------- joint events
+    def commit(self, t: float) -> None:
+        """The current compute plan is final up to ``t``."""
+        self.rp.commit(t)
+
+    def settle(self, t: float, stage_done_at: np.ndarray, opened: np.ndarray,
+               coflow_completion: np.ndarray, open_coflows) -> None:
+        """Complete stages and open coflows, until nothing changes at ``t``.
+
+        ``stage_done_at`` per stage is its completion (inf while running): the plan's
+        (simulator) or the agents' reports (emulation). ``open_coflows(ks, flows)`` opens
+        coflows ``ks`` on the network now (``flows[k]``: a shuffle's flows) and sets
+        ``opened``; ``coflow_completion`` is read after it (a shuffle with nothing to send
+        completes when it opens).
+        """
+        while True:
+            newly = np.flatnonzero(~self.stage_done & (stage_done_at <= t + self.tol))
+            self.stage_done[newly] = True
+            self.stage_completion[newly] = stage_done_at[newly]
+            ready = [k for k in np.flatnonzero(self.gated & ~opened)
+                     if all(self.stage_done[s] for s in self.cof_stage_preds[k])]
+            if not ready:
+                return
+            consumers = [q for k in ready if self.is_shuffle[k]
+                         for s in self.cof_consumers[k] for q in self.a.stage_tasks[s]]
+            self.place(consumers, t, coflow_completion)
+            flows = {k: self.shuffle_flows(k) for k in ready if self.is_shuffle[k]}
+            open_coflows(ready, flows)
+
+    def replan(self, t: float, coflow_completion: np.ndarray):
+        """Plan the ready work at ``t`` (the new plan is followed until the next commit);
+        returns the schedule, or None when nothing is plannable."""
+        tasks = self.plannable(t, coflow_completion)
+        if len(tasks):
+            return self.rp.plan_at(t, tasks)
+        return None
+
+    def next_event(self, t: float) -> float:
+        """The next joint event compute knows of: the projected completion of a stage
+        some coflow waits for, the next job arrival, or the end of the current plan."""
+        proj = self.rp.projected_completion()
+        a = self.a
+        nxt = np.inf
+        end = -np.inf
+        for s in np.flatnonzero(~self.stage_done):
+            c = proj[a.stage_tasks[s]].max()
+            if self.gates[s]:
+                nxt = min(nxt, c)
+            if np.isfinite(c):
+                end = max(end, c)
+        later = self.job_arrival[self.job_arrival > t + self.tol]
+        if len(later):
+            nxt = min(nxt, float(later.min()))
+        return min(nxt, end) if np.isfinite(end) else nxt
+
+
+def job_times(jw: JointWorkload, stage_completion: np.ndarray, task_start: np.ndarray,
+              coflow_completion: np.ndarray):
+    """Per stage (workload order): ready, start, completion; per job: arrival, completion.
+
+    ``stage_completion`` is in ``jw.compute.arrays.stage_ids`` order, ``task_start`` per
+    compute task, ``coflow_completion`` per ``jw.coflows``.
+    """
+    a = jw.compute.arrays
+    sidx = {s: n for n, s in enumerate(a.stage_ids)}
+    order = [sidx[s.id] for s in jw.stages]
+    comp = np.asarray(stage_completion, dtype=float)[order]
+    start = np.array([task_start[a.stage_tasks[s]].min() for s in order])
+    done_at = {s.id: c for s, c in zip(jw.stages, comp)}
+    done_at.update({c.id: x for c, x in zip(jw.coflows, coflow_completion)})
+    arrival = {j: r for j, r in zip(a.job_ids, a.job_release)}
+    ready = np.array([max([arrival[jw.job_of(s.id)]] +
+                          [done_at[p] for p in jw.dag.predecessors(s.id)])
+                      for s in jw.stages])
+    jc = np.array([max(done_at[x] for x in j.stages + j.coflows) for j in jw.jobs])
+    jr = np.array([arrival[j.id] for j in jw.jobs])
+    return ready, start, comp, jr, jc
