@@ -51,6 +51,9 @@ AGENT_OPS: dict[str, dict[str, tuple[tuple, bool]]] = {
     "flow_done": {"flow": (_INT, True), "t": (_NUM, True), "bytes": (_INT, True)},
     "plan": {"flow": (_INT, True)},
     "agent_error": {"flow": (_INT + (type(None),), False), "error": ((str,), True)},
+    "task_started": {"seg": (_INT, True), "t": (_NUM, True)},
+    "task_done": {"seg": (_INT, True), "t": (_NUM, True), "ran": (_NUM, True),
+                  "stopped": ((bool,), True)},
     "watch": {},
     "ping": {},
 }
@@ -64,6 +67,8 @@ CONTROLLER_OPS: dict[str, dict[str, tuple[tuple, bool]]] = {
               "pace_bps": (_NUM + (type(None),), False)},
     "update": {"flows": ((list,), True)},
     "counters": {},
+    "task_run": {"seg": (_INT, True), "demand": (_NUM, True), "seconds": (_NUM, True)},
+    "task_stop": {"seg": (_INT, True)},
     "stop": {},
 }
 

@@ -9,7 +9,9 @@ engine as its own process::
 where ``RUN_DIR`` holds ``config.json`` (:class:`controller.runtime.RunConfig`),
 ``workload.pkl`` and ``policy.pkl``. It listens for switches on
 ``127.0.0.1:<ofp_port>`` and for agents on the Unix socket ``<api_path>``
-(:mod:`controller.api`), runs the :class:`controller.runtime.EmulationRun`, writes
+(:mod:`controller.api`), runs the :class:`controller.runtime.EmulationRun` (for a joint
+workload, whose ``policy.pkl`` names a compute and a network policy, the
+:class:`controller.joint_runtime.JointEmulationRun`), writes
 ``result.json`` and exits. Logs: ``controller.log`` (everything, timestamped) and
 ``decisions.jsonl`` (one JSON line per decision).
 
@@ -242,10 +244,18 @@ def main(argv=None) -> int:
         with open(os.path.join(run_dir, "policy.pkl"), "rb") as fh:
             policy = pickle.load(fh)
         t = time.perf_counter()
-        policy.start(workload)
-        log.info("policy %s started in %.3f s", getattr(policy, "name", policy),
+        if isinstance(policy, dict):
+            # a joint run: {"compute": name, "network": name, "options": {...}}
+            from controller.joint_runtime import JointEmulationRun
+            from controller.policies import get_policy
+            run = JointEmulationRun(cfg, workload, policy["compute"],
+                                    lambda: get_policy(policy["network"],
+                                                       **policy.get("options", {})))
+        else:
+            policy.start(workload)
+            run = EmulationRun(cfg, workload, policy, switches=None)
+        log.info("policy %s started in %.3f s", getattr(run.policy, "name", run.policy),
                  time.perf_counter() - t)
-        run = EmulationRun(cfg, workload, policy, switches=None)
         t = time.perf_counter()
         run.warm_up()
         log.info("policy warmed up in %.3f s", time.perf_counter() - t)

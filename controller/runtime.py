@@ -213,7 +213,7 @@ class EmulationRun:
                 raise ApiError(f"register: host {host} already has an agent")
             ch.host, ch.role = host, "agent"
             self.agents[host] = ch
-            ch.answer(msg["id"], data_port=self.cfg.data_port)
+            ch.answer(msg["id"], data_port=self.cfg.data_port, **self.register_info(host))
             self.events.put(("register", time.time(), host))
             return
         # the rest name a flow
@@ -249,6 +249,10 @@ class EmulationRun:
                 raise ApiError(f"flow_done: flow {f} is {_STATUS[self.status[f]]}")
             self.events.put(("flow_done", time.time(), (f, msg["t"])))
         ch.answer(msg["id"])
+
+    def register_info(self, host: int) -> dict:
+        """Extra fields of the answer to ``register`` (a joint run: the capacity)."""
+        return {}
 
     def on_close(self, ch) -> None:
         if ch.role == "agent" and not self.finished and self.agents.get(ch.host) is ch:
@@ -348,9 +352,8 @@ class EmulationRun:
         """
         t = time.perf_counter()
         n, m = self.cfg.n_hosts, self.workload.fabric.cores
-        used = {(int(s), int(d)) for s, d in zip(self.arrays.src, self.arrays.dst)}
         reqs = []
-        for (s, d) in sorted(used):
+        for (s, d) in sorted(self.prewarm_pairs()):
             for h in range(m):
                 key = (s, d, h)
                 sport = self._new_conn(key)
@@ -369,6 +372,10 @@ class EmulationRun:
                  time.perf_counter() - t, n, m)
         self.decision(event="prewarm", connections=len(reqs),
                       ms=round((time.perf_counter() - t) * 1e3, 1))
+
+    def prewarm_pairs(self) -> set:
+        """(source, destination) host pairs that get a connection on every core."""
+        return {(int(s), int(d)) for s, d in zip(self.arrays.src, self.arrays.dst)}
 
     def _handle_setup(self, ev) -> None:
         kind, _, data = ev
@@ -390,9 +397,10 @@ class EmulationRun:
             self._timer(self.at_w(float(r)), "release", float(r))
         self.decision(event="t0", t0=self.t0, scale=self.scale)
         log.info("t0 = %.6f (time scale %g)", self.t0, self.scale)
+        self.on_t0()
         deadline = time.time() + self.cfg.run_timeout
         first = True
-        while not self.cdone.all():
+        while not self.all_done():
             if time.time() > deadline:
                 raise RunAborted(f"run did not finish within {self.cfg.run_timeout:g} s")
             timeout = (self.timers[0].at - time.time()) if self.timers else 1.0
@@ -419,12 +427,23 @@ class EmulationRun:
                 batch.append((tm.kind, time.time(), tm.data))
             first = self._handle(batch, first)
 
+    def on_t0(self) -> None:
+        """Called once the clock's origin ``t0`` is set (a joint run arms its timers)."""
+
+    def all_done(self) -> bool:
+        """The run is over: every coflow complete (a joint run: and every stage)."""
+        return bool(self.cdone.all())
+
+    def busy(self) -> bool:
+        """Something is under way that will produce an event (a running flow)."""
+        return bool((self.status == RUNNING).any())
+
     def _check_stuck(self) -> None:
         if self.t0 is None or time.time() < self.t0:
             return
-        busy = (self.status == RUNNING).any()
+        busy = self.busy()
         pending = any(t.kind in ("release", "horizon", "byte_check") for t in self.timers)
-        if not busy and not pending and not self.cdone.all():
+        if not busy and not pending and not self.all_done():
             stuck = [self.workload.coflows[k].id for k in np.flatnonzero(~self.cdone)][:5]
             raise RunAborted(f"the plan lets nothing send at t={self.now_w():g} while "
                              f"coflows {stuck} are unfinished and no event is pending")
@@ -441,7 +460,7 @@ class EmulationRun:
                     replan = "start"
                 else:
                     replan = replan or "horizon"
-                self.released[self.arrays.release == data] = True
+                self.release(data)
             elif kind == "flow_done":
                 f, t_done = data
                 if self.status[f] == DONE:
@@ -487,7 +506,7 @@ class EmulationRun:
                    "total": int(self.arrays.n_coflows)}
             for w in list(self.watchers):
                 w.send(msg)
-        if self.cdone.all():
+        if self.all_done():
             return False
         if replan is not None:
             self._replan(replan, t_recv)
@@ -527,6 +546,10 @@ class EmulationRun:
         self.preds_left[self.arrays.succs[k]] -= 1
         self.decision(event="coflow_done", coflow=self.workload.coflows[k].id, tw_done=tw)
         return [k]
+
+    def release(self, r: float) -> None:
+        """Release time ``r`` has come: its coflows are released."""
+        self.released[self.arrays.release == r] = True
 
     def _make_ready(self) -> bool:
         changed = False

@@ -5,7 +5,7 @@ Started by the Mininet engine in every host's network namespace::
     python -m emulate.agent --api RUN_DIR/api.sock --host I [--window BYTES] [--nice N]
 
 It registers with the controller over the management socket (:mod:`controller.api`),
-then serves two roles:
+then serves two roles (three when the host is a machine of a joint workload):
 
 * **receiver**: listens on TCP port ``data_port`` on all its addresses. A connection
   carries flows one after another, each a 16-byte header (``b"CFE1"``, flow index, size)
@@ -20,6 +20,11 @@ then serves two roles:
   address on that core (the controller has the rule for exactly that 4-tuple), marking
   the class's TOS on the socket (the host-side HTB tree acts on it), optionally paced
   (``SO_MAX_PACING_RATE``). ``update`` changes TOS, pacing and pause/resume of a flow.
+
+* **machine**: when the registration answer gives the host a ``capacity``, ``task_run``
+  and ``task_stop`` run segments of compute tasks against it (:mod:`emulate.slots`:
+  admission so that the capacity is never exceeded, each segment holding its demand for
+  its duration), reported as ``task_started`` and ``task_done``.
 
 A paused flow stops writing; what is already in its socket (``TCP_NOTSENT_LOWAT`` keeps it
 small) still drains, in the lowest class. Standard library only: startup is fast and the
@@ -42,6 +47,7 @@ import threading
 import time
 
 from controller.api import CONTROLLER_OPS, ApiError, Channel, parse, validate
+from emulate.slots import Slots
 
 HEADER = struct.Struct("!4sIQ")
 MAGIC = b"CFE1"
@@ -72,6 +78,7 @@ class Agent:
         self.conns: dict[int, "Connection"] = {}   # by source port
         self.flows: dict[int, "Job"] = {}
         self.data_port = None
+        self.slots: Slots | None = None
         self.stopping = threading.Event()
 
     # ---------------------------------------------------------------- control
@@ -91,12 +98,18 @@ class Agent:
         threading.Thread(target=self._accept, daemon=True, name="accept").start()
         rid, ev, slot = self.ch.request_async({"op": "register", "host": self.host,
                                                "pid": os.getpid()})
-        reader = threading.Thread(target=self._read, daemon=True, name="control")
+        # compute tasks need the capacity before the first command can arrive
+        reg_done = threading.Event()
+        reader = threading.Thread(target=self._read, args=(reg_done,), daemon=True,
+                                  name="control")
         reader.start()
         ans = self.ch.wait(rid, ev, slot, timeout=10.0)
         if not ans or not ans.get("ok"):
             print(f"agent {self.host}: registration refused: {ans}", file=sys.stderr)
             return 1
+        if ans.get("capacity") is not None:
+            self.slots = Slots(float(ans["capacity"]), self._task_started, self._task_done)
+        reg_done.set()
         if int(ans.get("data_port", data_port)) != data_port:
             print(f"agent {self.host}: controller expects data port {ans['data_port']}, "
                   f"listening on {data_port}", file=sys.stderr)
@@ -104,7 +117,7 @@ class Agent:
         reader.join()
         return 0
 
-    def _read(self) -> None:
+    def _read(self, registered: threading.Event) -> None:
         for line in self.ch.lines():
             try:
                 if line is None:
@@ -113,6 +126,7 @@ class Agent:
                 if "re" in msg and "op" not in msg:
                     self.ch.resolve(msg)
                     continue
+                registered.wait(10.0)
                 validate(msg, CONTROLLER_OPS)
                 self._command(msg)
             except ApiError as e:
@@ -143,6 +157,16 @@ class Agent:
                     job.update(item)
         elif op == "counters":
             self.ch.answer(msg["id"], rx=self.counters(), t=time.time())
+        elif op in ("task_run", "task_stop"):
+            if self.slots is None:
+                raise ApiError(f"{op}: host {self.host} is not a machine (no capacity)")
+            try:
+                if op == "task_run":
+                    self.slots.run(msg["seg"], msg["demand"], msg["seconds"])
+                else:
+                    self.slots.stop(msg["seg"])
+            except ValueError as e:
+                raise ApiError(f"{op}: {e}") from None
         elif op == "stop":
             self.stopping.set()
 
@@ -156,6 +180,13 @@ class Agent:
             raise ApiError(f"{msg['op']}: source port {msg['sport']} is a connection to "
                            f"{c.addr}, not {msg['addr']}")
         return c
+
+    def _task_started(self, seg: int, t: float) -> None:
+        self.ch.send({"op": "task_started", "id": 0, "seg": seg, "t": t})
+
+    def _task_done(self, seg: int, t: float, ran: float, stopped: bool) -> None:
+        self.ch.send({"op": "task_done", "id": 0, "seg": seg, "t": t, "ran": ran,
+                      "stopped": bool(stopped)})
 
     def report_error(self, flow, error: str) -> None:
         self.ch.send({"op": "agent_error", "id": 0, "flow": flow, "error": error[:500]})

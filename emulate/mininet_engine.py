@@ -62,15 +62,24 @@ class Interrupted(BaseException):
     """SIGTERM during a run (raised in the main thread so that cleanup runs)."""
 
 
-def offered_load_bps(workload: Workload, time_scale: float = 1.0) -> float:
-    """The most the switches may have to forward at once: every uplink busy, in wire bits/s."""
+def offered_load_bps(workload, time_scale: float = 1.0) -> float:
+    """The most the switches may have to forward at once: every uplink busy, in wire bits/s.
+
+    ``workload``: a Workload, or a JointWorkload (whose shuffles may use every machine)."""
     f = workload.fabric
-    used = np.unique(np.concatenate([workload.arrays.src, workload.arrays.dst]))
-    hosts = min(len(used), f.ports) if used.size else f.ports
+    if hasattr(workload, "machines"):
+        hosts = max(len(workload.machines), len(_hosts_used(workload.network)))
+    else:
+        used = _hosts_used(workload)
+        hosts = min(len(used), f.ports) if used.size else f.ports
     return hosts * sum(f.rates) / time_scale * WIRE_OVERHEAD
 
 
-def suggest_time_scale(workload: Workload, capacity_bps: float = CAPACITY_BPS) -> float:
+def _hosts_used(workload: Workload) -> np.ndarray:
+    return np.unique(np.concatenate([workload.arrays.src, workload.arrays.dst]))
+
+
+def suggest_time_scale(workload, capacity_bps: float = CAPACITY_BPS) -> float:
     """Smallest power-of-two slow-down (>= 1) keeping :func:`offered_load_bps` in capacity."""
     s = 1.0
     while offered_load_bps(workload, s) > capacity_bps:
@@ -141,13 +150,28 @@ class MininetRun:
                  pause: bool = True, class_mapping: str = "conflict",
                  datapath: str | None = None, wire_overhead: float = WIRE_OVERHEAD,
                  timeout: float | None = None, keep_dir: bool = False, quiet: bool = True,
-                 nice: int = -10, interactive: bool = False, exact_state: bool = False):
+                 nice: int = -10, interactive: bool = False, exact_state: bool = False,
+                 network_options: dict | None = None):
         from controller.policies import get_policy
+        self.joint = None
+        if hasattr(workload, "machines"):   # a JointWorkload: "compute+network"
+            from emulate.jobsim import split_policy
+            if not isinstance(policy, str):
+                raise TypeError("a joint workload takes a policy name 'compute+network'")
+            compute, network = split_policy(policy)
+            get_policy(network, **(network_options or {}))   # fail early
+            self.joint = workload
+            workload = workload.network
+            self.policy = {"compute": compute, "network": network,
+                           "options": dict(network_options or {})}
+            self.policy_name = policy
+        else:
+            self.policy = get_policy(policy, **(network_options or {})) \
+                if isinstance(policy, str) else policy
+            self.policy_name = getattr(self.policy, "name", "") or type(self.policy).__name__
         self.workload = workload
         self.interactive = interactive
         self.exact_state = exact_state
-        self.policy = get_policy(policy) if isinstance(policy, str) else policy
-        self.policy_name = getattr(self.policy, "name", "") or type(self.policy).__name__
         if not time_scale > 0:
             raise ValueError(f"time_scale must be > 0, got {time_scale!r}")
         self.time_scale = float(time_scale)
@@ -177,8 +201,14 @@ class MininetRun:
     def default_timeout(self) -> float:
         """Wall seconds after which the run is abandoned: everything serialised, x2, +60."""
         a = self.workload.arrays
-        serial = float(a.size.sum()) * 8.0 / min(self.workload.fabric.rates)
+        volume = float(a.size.sum())
         last = float(a.release.max()) if a.n_coflows else 0.0
+        if self.joint is not None:   # shuffle bytes and every task one after another
+            ca = self.joint.compute.arrays
+            volume += float(sum(self.joint.output_bytes.values()))
+            last = max(last, float(ca.job_release.max()) if len(ca.job_release) else 0.0)
+            last += float(np.min(ca.proc, axis=1).sum())
+        serial = volume * 8.0 / min(self.workload.fabric.rates)
         return 60.0 + 2.0 * (serial + last) * self.time_scale
 
     # ------------------------------------------------------------------ run
@@ -208,7 +238,7 @@ class MininetRun:
         with open(os.path.join(self.run_dir, "config.json"), "w") as fh:
             fh.write(cfg.to_json())
         with open(os.path.join(self.run_dir, "workload.pkl"), "wb") as fh:
-            pickle.dump(w, fh)
+            pickle.dump(self.joint if self.joint is not None else w, fh)
         with open(os.path.join(self.run_dir, "policy.pkl"), "wb") as fh:
             pickle.dump(self.policy, fh)
         t = time.perf_counter()
@@ -340,13 +370,12 @@ class MininetRun:
         self.timings["teardown_s"] = time.perf_counter() - t
 
     # ------------------------------------------------------------------ records
-    def _record(self, out: dict, wall: float) -> RunResult:
-        fc = np.array([np.nan if x is None else x for x in out["flow_completion"]], float)
-        cc = np.array([np.nan if x is None else x for x in out["coflow_completion"]], float)
-        s = out["segments"]
-        segs = Segments(np.array(s["flow"], dtype=np.int64), np.array(s["core"], np.int64),
-                        np.array(s["start"], float), np.array(s["end"], float),
-                        np.array(s["rate_bps"], float))
+    def _record(self, out: dict, wall: float):
+        if self.joint is not None:
+            return self._record_joint(out, wall)
+        return self._record_network(out, wall)
+
+    def _extra(self, out: dict) -> dict:
         extra = {"time_scale": self.time_scale, "datapath": self.datapath,
                  "policy_calls": out["policy_calls"], "controller": out["stats"],
                  "api_errors": out.get("api_errors", 0),
@@ -355,6 +384,35 @@ class MininetRun:
                  "timings": {k: round(v, 4) for k, v in self.timings.items()}}
         if getattr(self, "kept_dir", None):
             extra["run_dir"] = self.kept_dir
+        return extra
+
+    def _record_joint(self, out: dict, wall: float):
+        """The :class:`~emulate.jobsim.JointResult` of a joint run (as the simulator's)."""
+        from controller.compute.schedule import ComputeSchedule
+        from emulate.jobsim import joint_result
+        jw, j = self.joint, out["joint"]
+        sched = ComputeSchedule.from_segments(jw.compute.arrays, tuple(
+            np.array(x) for x in j["tasks"]), self.policy_name)
+        s = out["segments"]
+        segs = (s["flow"], s["core"], s["start"], s["end"], s["rate_bps"])
+        stage = np.array([np.nan if x is None else x for x in j["stage_completion"]], float)
+        cc = np.array([np.nan if x is None else x for x in out["coflow_completion"]], float)
+        fc = np.array([np.nan if x is None else x for x in out["flow_completion"]], float)
+        extra = {k: j[k] for k in ("replans", "placement_probes", "network_restarts",
+                                   "joint_events")}
+        extra["emulation"] = self._extra(out)
+        return joint_result(jw, self.policy_name, sched, stage, j["flows"], fc,
+                            j["coflow_release"], cc, segs, engine="mininet", wall=wall,
+                            events=out.get("applies", 0), extra=extra)
+
+    def _record_network(self, out: dict, wall: float) -> RunResult:
+        fc = np.array([np.nan if x is None else x for x in out["flow_completion"]], float)
+        cc = np.array([np.nan if x is None else x for x in out["coflow_completion"]], float)
+        s = out["segments"]
+        segs = Segments(np.array(s["flow"], dtype=np.int64), np.array(s["core"], np.int64),
+                        np.array(s["start"], float), np.array(s["end"], float),
+                        np.array(s["rate_bps"], float))
+        extra = self._extra(out)
         return RunResult(workload=self.workload, policy=self.policy_name, engine="mininet",
                          flow_completion=fc, coflow_completion=cc, segments=segs,
                          wall_seconds=wall, events=out.get("applies", 0), extra=extra)
@@ -429,15 +487,20 @@ def run_mininet(workload: Workload, policy, *, time_scale: float = 1.0,
                 segments: bool = True, progress: bool = False, pause: bool = True,
                 class_mapping: str = "conflict", datapath: str | None = None,
                 timeout: float | None = None, keep_dir: bool = False,
-                quiet: bool = True, nice: int = -10, exact_state: bool = False) -> RunResult:
+                quiet: bool = True, nice: int = -10, exact_state: bool = False,
+                network_options: dict | None = None):
     """Run ``workload`` under ``policy`` on the real emulation; see the module docstring.
 
     Parameters
     ----------
-    workload : Workload
-        Its fabric gives hosts (``ports``), cores and rates.
+    workload : Workload or JointWorkload
+        Its fabric gives hosts (``ports``), cores and rates. A joint workload's tasks run
+        on the agents of its machines' hosts (:mod:`controller.joint_runtime`).
     policy : Policy or str
-        A fresh policy instance or a registered name / ``module:Class``.
+        A fresh policy instance or a registered name / ``module:Class``; for a joint
+        workload ``compute+network`` (as ``emulate.jobsim.split_policy``).
+    network_options : dict, optional
+        Options of the network policy (``mode``, ``objective``).
     time_scale : float
         The emulation runs this many times slower than the workload (rates / time_scale,
         releases x time_scale); recorded times are in workload seconds.
@@ -468,6 +531,8 @@ def run_mininet(workload: Workload, policy, *, time_scale: float = 1.0,
     Returns
     -------
     RunResult with ``engine="mininet"``; ``extra`` has the controller's latency figures.
+    For a joint workload a :class:`~emulate.jobsim.JointResult` (its ``network`` has
+    ``engine="mininet"``, ``extra["emulation"]`` the latency figures).
 
     Raises
     ------
@@ -476,7 +541,8 @@ def run_mininet(workload: Workload, policy, *, time_scale: float = 1.0,
     """
     run = MininetRun(workload, policy, time_scale=time_scale, pause=pause,
                      class_mapping=class_mapping, datapath=datapath, timeout=timeout,
-                     keep_dir=keep_dir, quiet=quiet, nice=nice, exact_state=exact_state)
+                     keep_dir=keep_dir, quiet=quiet, nice=nice, exact_state=exact_state,
+                     network_options=network_options)
     if progress:
         from tqdm import tqdm
         with tqdm(total=len(workload.coflows), unit="coflow", desc="mininet",
@@ -488,5 +554,8 @@ def run_mininet(workload: Workload, policy, *, time_scale: float = 1.0,
     else:
         result = run.run()
     if not segments:
-        result.segments = None
+        if run.joint is not None:
+            result.network.segments = None
+        else:
+            result.segments = None
     return result

@@ -42,6 +42,7 @@ Constraints", Section 2 (model); algorithms.md section 2.1.
 """
 from __future__ import annotations
 
+import copyreg
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
@@ -54,6 +55,14 @@ from controller.model import WorkloadError, _check_number
 
 __all__ = ["Machine", "Task", "Stage", "ComputeJob", "ComputeWorkload", "ComputeArrays",
            "as_arrays", "WorkloadError"]
+
+# read-only mappings (task placements, joint workloads' output bytes) pickle as copies: the
+# emulation hands workloads to the controller process as pickles
+def _read_only(d: dict) -> MappingProxyType:
+    return MappingProxyType(d)
+
+
+copyreg.pickle(MappingProxyType, lambda m: (_read_only, (dict(m),)))
 
 
 def _vector(value, where: str, name: str, *, positive_first: bool) -> tuple[float, ...]:

@@ -1,0 +1,404 @@
+"""The controller's joint run: compute tasks on the hosts beside the coflows on the switches.
+
+:class:`JointEmulationRun` extends the network run (:class:`controller.runtime.EmulationRun`)
+to a :class:`~controller.jobs.JointWorkload` under ``compute+network``. The compute
+policy runs in the controller, beside the network policy, through the same
+:class:`~controller.jobrun.JobDriver` as the joint simulator, at the same joint events
+(a job arrives; a stage some coflow waits for completes; a coflow some stage waits for
+completes; everything the compute plan started has finished). What differs is where the
+truth comes from:
+
+* **tasks run on the hosts.** Each segment of the compute plan (task, machine, start,
+  end) is sent at its planned start to the agent of that machine's host (machine ``i`` is
+  the host on port ``i``), which admits it against the host's capacity (never exceeded;
+  a segment that does not fit yet waits) and holds the task's demand for the segment's
+  duration times the time scale (:mod:`emulate.slots`). A segment also waits until the
+  predecessor stages of its task have *really* completed and no other segment of the task
+  is still running (a late report never lets precedence or "one machine at a time"
+  break). At a joint event a preemptive policy's running segments are stopped (the new
+  plan continues the tasks), a non-preemptive policy's run to their end;
+* **a stage completes when the agents report its last task done**, and only then are
+  the coflows it produces opened: a shuffle's flows are made from the machines the
+  producers ran on (:meth:`JobDriver.shuffle_flows`) and appended to the run's flows;
+* **the network policy is restarted on the residual network** whenever a shuffle's
+  flows appear (:class:`ResidualPolicy`: the known, unfinished coflows with the bytes
+  their flows still have to send; started flows keep their core), as the joint
+  simulator restarts its network simulator.
+
+Records: the network run's (flows, segments from the receivers' counters) plus every task
+segment as the agents ran it, stage completions as reported, and when each coflow opened;
+the engine turns them into the same :class:`~emulate.jobsim.JointResult` as the simulator.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+
+from controller.jobrun import JobDriver, KeepCores
+from controller.jobs import JointWorkload
+from controller.model import Coflow, Flow, Job, Workload
+from controller.plan import Plan, PlanError, State
+from controller.policies import Policy
+from controller.runtime import IDLE, EmulationRun, RunConfig
+
+__all__ = ["JointEmulationRun", "ResidualPolicy"]
+
+
+class ResidualPolicy(Policy):
+    """The network policy of a joint run, on the residual network of the last restart.
+
+    :meth:`restart` starts a fresh policy (``make_policy()``, wrapped in
+    :class:`~controller.jobrun.KeepCores`) on the known coflows that are not complete,
+    each with the flows that are not done and the bytes they have left; :meth:`plan`
+    translates the run's state to that workload and the plan back to the run's flows.
+    """
+
+    def __init__(self, make_policy):
+        self.make_policy = make_policy
+        self.inner: Policy | None = None
+        self.name = getattr(make_policy(), "name", "") or "network"
+        self.restarts = 0
+
+    def restart(self, run: "JointEmulationRun") -> None:
+        jw, a = run.jw, run.arrays
+        rem = a.size - run.estimated_rx()
+        known = ~run.driver.is_shuffle | run.opened
+        active = [k for k in range(a.n_coflows) if known[k] and not run.cdone[k]]
+        pos = {k: n for n, k in enumerate(active)}
+        coflows, gmap = [], []
+        for k in active:
+            c = jw.coflows[k]
+            fl = [int(g) for g in run.flows_of[k] if not run.flow_done[g]]
+            gmap.extend(fl)
+            # a flow whose last bytes are in flight still needs its plan: at least 1 byte
+            coflows.append(Coflow(c.id, tuple(Flow(int(a.src[g]), int(a.dst[g]),
+                                                   max(float(rem[g]), 1.0)) for g in fl),
+                                  release=c.release, weight=c.weight))
+        arcs = [(jw.coflows[x].id, jw.coflows[y].id) for x, y in a.arcs
+                if x in pos and y in pos]
+        jobs = []
+        for j in jw.network.jobs:
+            keep = tuple(c for c in j.coflows if jw.coflow_index[c] in pos)
+            if keep:
+                jobs.append(Job(j.id, keep, j.weight))
+        self.local = Workload(jw.fabric, tuple(coflows), tuple(arcs), tuple(jobs),
+                              name=jw.name)
+        self.gmap = np.array(gmap, dtype=np.int64)
+        self.cmap = np.array(active, dtype=np.int64)
+        self.inner = KeepCores(self.make_policy())
+        self.inner.start(self.local)
+        self.restarts += 1
+
+    def start(self, workload) -> None:
+        """Nothing: the run calls :meth:`restart` (the first time before its clock starts)."""
+
+    def plan(self, state: State) -> Plan:
+        if self.inner is None:
+            raise PlanError("the network policy was not started")
+        g, c = self.gmap, self.cmap
+        la = self.local.arrays
+        local = State(time=state.time, event=state.event, workload=self.local, arrays=la,
+                      remaining=np.maximum(state.remaining[g], 0.0), sent=state.sent[c],
+                      flow_done=state.flow_done[g], released=state.released[c],
+                      ready=state.ready[c], done=state.done[c],
+                      completion=state.completion[c], eligible=state.eligible[g],
+                      core=state.core[g])
+        p = self.inner.plan(local)
+        p.validate(local)
+        n, nc = state.arrays.n_flows, state.arrays.n_coflows
+        core = np.where(state.core >= 0, state.core, 0).astype(np.int64)
+        core[g] = p.core
+        rank = np.full(n, np.inf)
+        rank[g] = p.rank
+        cap = None
+        if p.rate_cap is not None:
+            cap = np.full(n, np.nan)
+            cap[g] = p.rate_cap
+        lim = None
+        if p.byte_limit is not None:
+            lim = np.full(nc, np.inf)
+            lim[c] = p.byte_limit
+        return Plan(core, rank, cap, p.sharing, p.backfill, lim, p.horizon, None,
+                    p.rates_fixed)
+
+
+@dataclasses.dataclass
+class _Seg:
+    """One segment of a compute plan, as planned and as run."""
+
+    task: int
+    machine: int
+    start: float          # planned, workload s
+    end: float
+    last: bool            # the task's last segment in its plan
+    plan: int             # compute plan sequence number
+    state: str = "planned"  # planned, blocked, sent, running, done
+    t_start: float = float("nan")   # as run, workload s
+
+
+class JointEmulationRun(EmulationRun):
+    """See the module docstring. ``compute`` names a compute policy; ``make_policy()``
+    returns a fresh network policy."""
+
+    def __init__(self, cfg: RunConfig, workload: JointWorkload, compute: str, make_policy,
+                 switches=None):
+        self.jw = workload
+        self.driver = JobDriver(workload, compute)
+        self.residual = ResidualPolicy(make_policy)
+        super().__init__(cfg, workload.network, self.residual, switches)
+        nc = len(workload.coflows)
+        a = self.driver.a
+        self.opened = np.zeros(nc, dtype=bool)
+        self.open_time = np.array([c.release for c in workload.coflows], dtype=np.float64)
+        self.segs: dict[int, _Seg] = {}
+        self.cplan = 0
+        self.task_end = np.full(a.n_tasks, np.nan)      # completion as reported
+        self.ran: list[tuple[int, int, float, float]] = []
+        self.blocked: list[int] = []
+        self._newly_done: list[int] = []
+        self.joint_steps = 0
+        self.stats.update({"compute_plan_ms": [], "task_start_lag_ms": []})
+        self.residual.restart(self)
+
+    # ------------------------------------------------------------------ hooks
+    def register_info(self, host: int) -> dict:
+        a = self.driver.a
+        return {"capacity": float(a.capacity[host])} if host < a.n_machines else {}
+
+    def prewarm_pairs(self) -> set:
+        """Every ordered pair of machines: shuffles may connect any of them."""
+        m = self.driver.a.n_machines
+        return {(s, d) for s in range(m) for d in range(m) if s != d} | super().prewarm_pairs()
+
+    def release(self, r: float) -> None:
+        held = self.driver.gated & ~self.opened
+        self.released[(self.arrays.release == r) & ~held] = True
+
+    def all_done(self) -> bool:
+        return bool(self.cdone.all() and not np.isnan(self.task_end).any())
+
+    def busy(self) -> bool:
+        return super().busy() or any(s.state in ("sent", "running", "blocked")
+                                     for s in self.segs.values()) or \
+            any(t.kind in ("task_go", "joint") for t in self.timers)
+
+    def on_t0(self) -> None:
+        arrivals = set(np.unique(self.driver.job_arrival).tolist()) | {0.0}
+        for r in sorted(arrivals):
+            self._timer(self.at_w(float(r)), "joint", "arrival")
+
+    def _complete(self, k: int, tw: float) -> list[int]:
+        self._newly_done.append(int(k))
+        return super()._complete(k, tw)
+
+    # ------------------------------------------------------------------ API side
+    def on_request(self, ch, msg: dict) -> None:
+        op = msg["op"]
+        if op not in ("task_started", "task_done"):
+            return super().on_request(ch, msg)
+        from controller.api import ApiError
+        if ch.role != "agent":
+            raise ApiError(f"{op}: only a registered agent may report tasks")
+        seg = self.segs.get(msg["seg"])
+        if seg is None or seg.machine != ch.host:
+            raise ApiError(f"{op}: segment {msg['seg']} was not sent to host {ch.host}")
+        if op == "task_started":
+            self.events.put(("task_started", time.time(), (msg["seg"], msg["t"])))
+        else:
+            self.events.put(("task_done", time.time(), (msg["seg"], msg["t"], msg["stopped"])))
+        ch.answer(msg["id"])
+
+    # ------------------------------------------------------------------ events
+    def _handle(self, batch, first: bool) -> bool:
+        net, joint = [], False
+        for ev in batch:
+            kind, _, data = ev
+            if kind == "task_started":
+                sid, t = data
+                seg = self.segs[sid]
+                seg.state, seg.t_start = "running", self.now_w(t)
+                self.stats["task_start_lag_ms"].append(
+                    max(seg.t_start - seg.start, 0.0) * self.scale * 1e3)
+            elif kind == "task_done":
+                joint |= self._task_done(*data)
+            elif kind == "task_go":
+                sid, plan = data
+                if plan == self.cplan and self.segs[sid].state == "planned":
+                    self._dispatch(sid)
+            elif kind == "joint":
+                joint = True
+            else:
+                net.append(ev)
+        self._newly_done = []
+        if net:
+            first = super()._handle(net, first)
+        if any(self.driver.watch[k] for k in self._newly_done):
+            joint = True
+        if self.blocked:
+            self._retry_blocked()
+        if joint and not self.all_done():
+            self._joint_step()
+        return first
+
+    def _task_done(self, sid: int, t: float, stopped: bool) -> bool:
+        """A segment ended on its agent; True if that is a joint event."""
+        seg = self.segs[sid]
+        tw = self.now_w(t)
+        if seg.state == "running" and not np.isnan(seg.t_start) and tw > seg.t_start:
+            self.ran.append((seg.task, seg.machine, seg.t_start, tw))
+        seg.state = "done"
+        joint = False
+        if seg.last and not stopped:
+            self.task_end[seg.task] = tw
+            self.decision(event="task_done", task=self.driver.a.task_ids[seg.task],
+                          machine=seg.machine, tw_done=tw)
+            s = self.driver.a.task_stage[seg.task]
+            if not np.isnan(self.task_end[self.driver.a.stage_tasks[s]]).any():
+                self.decision(event="stage_done", stage=self.driver.a.stage_ids[s], tw_done=tw)
+                joint = bool(self.driver.gates[s])
+        # the plan ran out: nothing it started is still running or waiting to start
+        if not any(x.state in ("planned", "blocked", "sent", "running")
+                   for x in self.segs.values()):
+            joint = True
+        return joint
+
+    # ------------------------------------------------------------------ compute
+    def _stage_done_at(self) -> np.ndarray:
+        a = self.driver.a
+        out = np.full(a.n_stages, np.inf)
+        for s, ts in enumerate(a.stage_tasks):
+            e = self.task_end[ts]
+            if not np.isnan(e).any():
+                out[s] = e.max() if len(e) else 0.0
+        return out
+
+    def _joint_step(self) -> None:
+        """Commit, settle, re-plan the compute side at now (module docstring)."""
+        drv = self.driver
+        self.joint_steps += 1
+        t = max(self.now_w(), 0.0)
+        preemptive = drv.cpol.preemptive
+        for sid, seg in self.segs.items():
+            if seg.state == "planned" and seg.plan == self.cplan:
+                if not preemptive and seg.start < t - drv.tol:
+                    self._dispatch(sid)       # committed whole: it must run
+                else:
+                    seg.state = "dropped"
+            elif preemptive and seg.state in ("sent", "running", "blocked"):
+                if seg.state == "blocked":
+                    seg.state = "dropped"
+                else:
+                    self.agents[seg.machine].send({"op": "task_stop", "id": 0, "seg": sid})
+        self.blocked = [x for x in self.blocked if self.segs[x].state == "blocked"]
+        drv.commit(t)
+        drv.settle(t, self._stage_done_at(), self.opened, self.completion, self._open)
+        tp = time.perf_counter()
+        s = drv.replan(t, self.completion)
+        self.stats["compute_plan_ms"].append((time.perf_counter() - tp) * 1e3)
+        if s is not None:
+            self._follow(t, s)
+
+    def _follow(self, t: float, s) -> None:
+        """Send the new plan's segments at their planned starts."""
+        self.cplan += 1
+        orig = s.arrays.orig_task
+        tc = s.task_completion
+        tol = self.driver.tol
+        for j in np.argsort(s.start, kind="stable"):
+            q = int(s.task[j])
+            seg = _Seg(int(orig[q]), int(s.machine[j]), t + float(s.start[j]),
+                       t + float(s.end[j]), bool(s.end[j] >= tc[q] - tol), self.cplan)
+            sid = len(self.segs)
+            self.segs[sid] = seg
+            if seg.start <= t + tol:
+                self._dispatch(sid)
+            else:
+                self._timer(self.at_w(seg.start), "task_go", (sid, self.cplan))
+        self.decision(event="compute_plan", seq=self.cplan, segments=int(len(s.task)))
+
+    def _can_start(self, seg: _Seg) -> bool:
+        a = self.driver.a
+        for p in a.stage_preds[a.task_stage[seg.task]]:
+            if np.isnan(self.task_end[a.stage_tasks[p]]).any():
+                return False
+        return not any(x.task == seg.task and x.state in ("sent", "running")
+                       for x in self.segs.values())
+
+    def _dispatch(self, sid: int) -> None:
+        seg = self.segs[sid]
+        if not self._can_start(seg):
+            seg.state = "blocked"
+            self.blocked.append(sid)
+            return
+        a = self.driver.a
+        seg.state = "sent"
+        self.agents[seg.machine].send({
+            "op": "task_run", "id": 0, "seg": sid, "demand": float(a.size[seg.task]),
+            "seconds": (seg.end - seg.start) * self.scale})
+
+    def _retry_blocked(self) -> None:
+        waiting, self.blocked = self.blocked, []
+        for sid in waiting:
+            if self.segs[sid].state == "blocked":
+                self.segs[sid].state = "planned"
+                self._dispatch(sid)
+
+    def _open(self, ks, flows: dict) -> None:
+        """Open coflows ``ks`` now (``flows[k]``: a shuffle's flows); re-plan the network."""
+        t = max(self.now_w(), 0.0)
+        restart = False
+        for k in ks:
+            self.opened[k] = True
+            self.open_time[k] = max(self.open_time[k], t)
+            if k in flows:
+                new = [f for f in flows[k] if f.bytes > 0]
+                if new:
+                    self._add_flows(k, new)
+                    restart = True
+            self.released[k] = True
+            self.decision(event="coflow_open", coflow=self.jw.coflows[k].id,
+                          flows=len(flows.get(k, ())))
+        if restart:
+            self.residual.restart(self)
+            self._make_ready()
+            self._replan("start", time.time())
+        elif self._make_ready():
+            self._replan("ready", time.time())
+
+    def _add_flows(self, k: int, flows) -> None:
+        """Append coflow ``k``'s new flows to the run (flow indices never change)."""
+        a = self.arrays
+        n0, n = a.n_flows, len(flows)
+        self.arrays = dataclasses.replace(
+            a, src=np.concatenate([a.src, [f.src for f in flows]]).astype(np.int64),
+            dst=np.concatenate([a.dst, [f.dst for f in flows]]).astype(np.int64),
+            coflow=np.concatenate([a.coflow, np.full(n, k)]).astype(np.int64),
+            size=np.concatenate([a.size, [float(f.bytes) for f in flows]]))
+        pad = {"status": IDLE, "rx": 0.0, "est_base": 0.0, "est_t": 0.0, "est_rate": 0.0,
+               "pinned": -1, "cls": -1, "pace": np.nan, "sport": -1, "flow_done": False,
+               "flow_completion": np.nan, "started_at": np.nan, "seg_t": np.nan,
+               "seg_rx": 0.0}
+        for name, v in pad.items():
+            old = getattr(self, name)
+            setattr(self, name, np.concatenate([old, np.full(n, v, dtype=old.dtype)]))
+        self.flows_of[k] = np.concatenate([self.flows_of[k], np.arange(n0, n0 + n)])
+        self.left[k] += n
+
+    # ------------------------------------------------------------------ result
+    def result(self) -> dict:
+        out = super().result()
+        a = self.arrays
+        drv = self.driver
+        sd = self._stage_done_at()
+        out["joint"] = {
+            "flows": [a.coflow.tolist(), a.src.tolist(), a.dst.tolist(), a.size.tolist()],
+            "coflow_release": self.open_time.tolist(),
+            "tasks": [list(x) for x in zip(*self.ran)] if self.ran else [[], [], [], []],
+            "stage_completion": [None if not np.isfinite(x) else float(x) for x in sd],
+            "replans": drv.rp.replans, "placement_probes": drv.probes,
+            "network_restarts": self.residual.restarts, "joint_events": self.joint_steps,
+        }
+        return out
+
