@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def heap_push(hk, hp, hi, n, key, port, idx):
     """Push (key, port, idx) on a min-heap of size n; returns the new arrays and size.
 
@@ -47,7 +47,7 @@ def heap_push(hk, hp, hi, n, key, port, idx):
     return hk, hp, hi, n + 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def heap_pop(hk, hp, hi, n):
     """Pop the smallest key; returns (key, port, idx, new size)."""
     key, port, idx = hk[0], hp[0], hi[0]
@@ -70,35 +70,13 @@ def heap_pop(hk, hp, hi, n):
     return key, port, idx, n
 
 
-@numba.njit(cache=True)
-def port_lists(order, key, nports):
-    """CSR lists: for each port id (``key`` per flow), its flows in ``order``'s order.
-
-    Returns (ptr, flows, positions) with ``flows[ptr[p]:ptr[p+1]]`` the flows of port p.
-    """
-    ptr = np.zeros(nports + 1, dtype=np.int64)
-    for n in range(order.shape[0]):
-        ptr[key[order[n]] + 1] += 1
-    for p in range(nports):
-        ptr[p + 1] += ptr[p]
-    fill = ptr[:-1].copy()
-    flows = np.empty(order.shape[0], dtype=np.int64)
-    lpos = np.empty(order.shape[0], dtype=np.int64)
-    for n in range(order.shape[0]):
-        p = key[order[n]]
-        flows[fill[p]] = order[n]
-        lpos[fill[p]] = n
-        fill[p] += 1
-    return ptr, flows, lpos
-
-
 #: bytes below which a flow counts as finished (absorbs floating-point residue)
 EPS_BYTES = 1e-6
 # reasons the compiled loops return
 STOP_TIME, COFLOW_DONE, BYTE_LIMIT, SEG_FULL, STUCK = 0, 1, 2, 3, 4
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def emit(record, f, h, t0, t1, r, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg):
     """Append a segment (flow f on core h sent at r bytes/s during [t0, t1])."""
     if record and t1 > t0:
@@ -111,7 +89,7 @@ def emit(record, f, h, t0, t1, r, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, 
     return n_seg
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def byte_limit_dt(running, n_running, rate, coflow, byte_limit, sent, ctot, dt):
     """The earliest time (from now, at most ``dt``) at which a coflow with a byte limit
     reaches it, given the rates of the flows in ``running[:n_running]`` (-1 entries are
@@ -134,7 +112,17 @@ def byte_limit_dt(running, n_running, rate, coflow, byte_limit, sent, ctot, dt):
     return dt
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
+def _less(rem, moved):
+    """``rem - moved``, but below ``rem`` whenever ``moved > 0``: a flow that sent for a
+    moment has sent something, even when the difference is below ``rem``'s precision."""
+    out = rem - moved
+    if moved > 0.0 and out == rem:
+        out = np.nextafter(rem, 0.0)
+    return out
+
+
+@numba.njit(cache=True, inline="always")
 def advance_flow(f, dt, t_new, rem, size, sent, coflow, done, flow_completion, left,
                  coflow_completion, rate, core, seg_start, record, seg_flow, seg_core,
                  seg_t0, seg_t1, seg_rate, n_seg):
@@ -144,7 +132,7 @@ def advance_flow(f, dt, t_new, rem, size, sent, coflow, done, flow_completion, l
     moved = r * dt
     if moved > rem[f]:
         moved = rem[f]
-    rem[f] -= moved
+    rem[f] = _less(rem[f], moved)
     k = coflow[f]
     sent[k] += moved
     if rem[f] > EPS_BYTES + 1e-12 * size[f]:
@@ -164,26 +152,115 @@ def advance_flow(f, dt, t_new, rem, size, sent, coflow, done, flow_completion, l
 
 
 @numba.njit(cache=True)
-def _cursor(hk, hp, hi, nh, port, after, ptr, lpos):
-    """Push a cursor on ``port`` at its first flow positioned after ``after``."""
-    lo, hi_ = ptr[port], ptr[port + 1]
-    k = lo + np.searchsorted(lpos[lo:hi_], after, side="right")
-    if k < hi_:
-        hk, hp, hi, nh = heap_push(hk, hp, hi, nh, lpos[k], port, k)
+def pair_lists(order, src, dst, core, ports, nport, pair_map):
+    """Group the flows of ``order`` by (core, src, dst) *pair*, and the pairs by port.
+
+    Pairs are numbered in order of their first flow in ``order``. ``pair_map`` is scratch
+    of ``cores * ports * ports`` entries, all -1 (left so on return). Returns
+
+    * ``pair``: the pair of each position of ``order``;
+    * ``pptr, pflow``: the positions (in ``order``) of pair ``e``'s flows are
+      ``pflow[pptr[e]:pptr[e+1]]``, ascending; ``phead[e]`` indexes the first one not done;
+    * ``pin, pout``: the input port ``h*P + src`` and output port ``C*P + h*P + dst`` of
+      each pair (``nport = C*P``);
+    * ``qptr, qpair, qkey, qlen``: per port, the pairs with flows left sorted by the
+      position of their head flow (``qkey``, unique: one flow heads one pair), the first
+      ``qlen[p]`` entries of ``qpair[qptr[p]:qptr[p+1]]`` in use.
+    """
+    n = order.shape[0]
+    pair = np.empty(n, dtype=np.int64)
+    pkey = np.empty(n, dtype=np.int64)
+    npairs = 0
+    for m in range(n):
+        f = order[m]
+        key = (core[f] * ports + src[f]) * ports + dst[f]
+        e = pair_map[key]
+        if e < 0:
+            e = npairs
+            pair_map[key] = e
+            pkey[e] = key
+            npairs += 1
+        pair[m] = e
+    pptr = np.zeros(npairs + 1, dtype=np.int64)
+    for m in range(n):
+        pptr[pair[m] + 1] += 1
+    for e in range(npairs):
+        pptr[e + 1] += pptr[e]
+    phead = pptr[:-1].copy()
+    pflow = np.empty(n, dtype=np.int64)
+    for m in range(n):
+        e = pair[m]
+        pflow[phead[e]] = m
+        phead[e] += 1
+    phead[:] = pptr[:-1]
+    pin = np.empty(npairs, dtype=np.int64)
+    pout = np.empty(npairs, dtype=np.int64)
+    qptr = np.zeros(2 * nport + 1, dtype=np.int64)
+    for e in range(npairs):
+        key = pkey[e]
+        pair_map[key] = -1
+        d = key % ports
+        hs = key // ports
+        pin[e] = hs
+        pout[e] = nport + (hs // ports) * ports + d
+        qptr[pin[e] + 1] += 1
+        qptr[pout[e] + 1] += 1
+    for p in range(2 * nport):
+        qptr[p + 1] += qptr[p]
+    qlen = np.zeros(2 * nport, dtype=np.int64)
+    qpair = np.empty(2 * npairs, dtype=np.int64)
+    qkey = np.empty(2 * npairs, dtype=np.int64)
+    for e in range(npairs):  # pairs are numbered by their head's position: sorted
+        for p in (pin[e], pout[e]):
+            qpair[qptr[p] + qlen[p]] = e
+            qkey[qptr[p] + qlen[p]] = pflow[pptr[e]]
+            qlen[p] += 1
+    return pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen
+
+
+@numba.njit(cache=True, inline="always")
+def _requeue(port, old, new, e, qptr, qpair, qkey, qlen):
+    """Pair ``e``'s head moved from position ``old`` to ``new`` (-1: no flow left): keep
+    ``port``'s pair list sorted."""
+    lo = qptr[port]
+    hi = lo + qlen[port]
+    i = lo + np.searchsorted(qkey[lo:hi], old)
+    if new < 0:
+        for j in range(i, hi - 1):
+            qkey[j] = qkey[j + 1]
+            qpair[j] = qpair[j + 1]
+        qlen[port] -= 1
+        return
+    j = i
+    while j + 1 < hi and qkey[j + 1] < new:
+        qkey[j] = qkey[j + 1]
+        qpair[j] = qpair[j + 1]
+        j += 1
+    qkey[j] = new
+    qpair[j] = e
+
+
+@numba.njit(cache=True, inline="always")
+def _cursor(hk, hp, hi, nh, port, after, qptr, qkey, qlen):
+    """Push a cursor on ``port`` at its first pair whose head is positioned after ``after``."""
+    lo = qptr[port]
+    k = np.searchsorted(qkey[lo:lo + qlen[port]], after, side="right")
+    if k < qlen[port]:
+        hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[lo + k], port, k)
     return hk, hp, hi, nh
 
 
 @numba.njit(cache=True)
-def _saturated(key, owner, tot, pos, nport):
+def _saturated(key, owner, qlen, pos, nport):
     """True when every input port (or every output port) that still has flows is held by
     a flow ranked before ``key``: then no flow ranked at or after ``key`` can start."""
     open_in = False
     open_out = False
     for p in range(nport):
-        if tot[p] > 0 and (owner[p] < 0 or pos[owner[p]] >= key):
+        if qlen[p] > 0 and (owner[p] < 0 or pos[owner[p]] >= key):
             open_in = True
         q = nport + p
-        if tot[q] > 0 and (owner[q] < 0 or pos[owner[q]] >= key):
+        if qlen[q] > 0 and (owner[q] < 0 or pos[owner[q]] >= key):
             open_out = True
         if open_in and open_out:
             return False
@@ -191,21 +268,26 @@ def _saturated(key, owner, tot, pos, nport):
 
 
 @numba.njit(cache=True)
-def run_matching(t, stop_time, fresh, order, pos, src, dst, coflow, size, core, core_cap,
+def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_cap,
                  rem, rate, done, pinned, flow_completion, left, sent, byte_limit,
                  has_limit, coflow_completion, record, seg_start, seg_flow, seg_core,
-                 seg_t0, seg_t1, seg_rate, n_seg, ptr, lflows, lpos, owner, prev_running):
+                 seg_t0, seg_t1, seg_rate, n_seg, pairs, owner, prev_running):
     """Advance under the priority-greedy matching until a coflow completes, a byte limit
     is crossed or ``stop_time``. Returns (t, reason, n_seg, inner_events).
 
     Ports are numbered ``h*P + i`` (input i of core h) and ``C*P + h*P + j`` (output j);
-    ``ptr/lflows/lpos`` are their flow lists (:func:`port_lists`), ``owner`` the flow
-    holding each port or -1. With ``fresh`` the matching is rebuilt from ``order``;
+    ``pairs`` is :func:`pair_lists` of ``order``, ``owner`` the flow holding each port or
+    -1. The matching is first built from ``order`` and the pairs' current heads;
     ``prev_running`` lists the flows sending before (their segments end if they stop).
+
+    Only the first flow not done of a (core, src, dst) pair can be in the greedy
+    matching (the later ones meet the same two ports, taken by then), so the greedy
+    matching of flows is the greedy matching of pairs keyed by their head flow: the
+    cursors walk pairs, not flows.
     """
+    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pairs
     cores = core_cap.shape[0]
     nport = owner.shape[0] // 2
-    P = nport // cores
     hk = np.empty(1024, dtype=np.int64)
     hp = np.empty(1024, dtype=np.int64)
     hi = np.empty(1024, dtype=np.int64)
@@ -213,70 +295,76 @@ def run_matching(t, stop_time, fresh, order, pos, src, dst, coflow, size, core, 
     ctot = np.zeros(byte_limit.shape[0])
     seg_cap = seg_flow.shape[0]
     events = 0
-    # not-done flows left in each port's list, and how many ports still have some
-    tot = np.zeros(2 * nport, dtype=np.int64)
-    for n in range(order.shape[0]):
-        f = order[n]
-        if not done[f]:
-            tot[core[f] * P + src[f]] += 1
-            tot[nport + core[f] * P + dst[f]] += 1
-    if fresh:
-        for p in range(2 * nport):
-            owner[p] = -1
-        # greedy scan; stop once every input (or output) port with flows left is taken
-        # or has no flow further down the order
-        passed = np.zeros(2 * nport, dtype=np.int64)
-        open_in = 0
-        open_out = 0
-        for p in range(nport):
-            if tot[p] > 0:
-                open_in += 1
-            if tot[nport + p] > 0:
-                open_out += 1
-        for n in range(order.shape[0]):
-            if open_in == 0 or open_out == 0:
-                break
-            f = order[n]
-            if done[f]:
-                continue
-            pi = core[f] * P + src[f]
-            po = nport + core[f] * P + dst[f]
-            free_i = owner[pi] < 0
-            free_o = owner[po] < 0
-            passed[pi] += 1
-            passed[po] += 1
-            if free_i and free_o:
-                owner[pi] = f
-                owner[po] = f
+    freed = np.empty(2 * nport, dtype=np.int64)
+    freed_after = np.empty(2 * nport, dtype=np.int64)
+    for p in range(2 * nport):
+        owner[p] = -1
+    # greedy over pairs by head position; stop once every input (or output) port
+    # with pairs is taken or has no pair further down
+    passed = np.zeros(2 * nport, dtype=np.int64)
+    open_in = 0
+    open_out = 0
+    for p in range(nport):
+        if qlen[p] > 0:
+            open_in += 1
+        if qlen[nport + p] > 0:
+            open_out += 1
+    # live pairs by head position (pair numbers, unless heads moved since pair_lists)
+    live = np.empty(pin.shape[0], dtype=np.int64)
+    heads = np.empty(pin.shape[0], dtype=np.int64)
+    n_live = 0
+    is_sorted = True
+    for e in range(pin.shape[0]):
+        if phead[e] < pptr[e + 1]:
+            live[n_live] = e
+            heads[n_live] = pflow[phead[e]]
+            if n_live > 0 and heads[n_live] < heads[n_live - 1]:
+                is_sorted = False
+            n_live += 1
+    if not is_sorted:
+        live[:n_live] = live[:n_live][np.argsort(heads[:n_live])]
+    for x in range(n_live):
+        if open_in == 0 or open_out == 0:
+            break
+        e = live[x]
+        pi = pin[e]
+        po = pout[e]
+        free_i = owner[pi] < 0
+        free_o = owner[po] < 0
+        passed[pi] += 1
+        passed[po] += 1
+        if free_i and free_o:
+            f = order[pflow[phead[e]]]
+            owner[pi] = f
+            owner[po] = f
+            open_in -= 1
+            open_out -= 1
+        else:
+            if free_i and passed[pi] == qlen[pi]:
                 open_in -= 1
+            if free_o and passed[po] == qlen[po]:
                 open_out -= 1
-            else:
-                if free_i and passed[pi] == tot[pi]:
-                    open_in -= 1
-                if free_o and passed[po] == tot[po]:
-                    open_out -= 1
-        # flows whose rate changes: stopped ones first, then started ones
-        for m in range(prev_running.shape[0]):
-            f = prev_running[m]
-            if rate[f] > 0.0 and not done[f]:
-                pi = core[f] * P + src[f]
-                if owner[pi] != f:
+    # flows whose rate changes: stopped ones first, then started ones
+    for m in range(prev_running.shape[0]):
+        f = prev_running[m]
+        if rate[f] > 0.0 and not done[f]:
+            if pos[f] < 0 or owner[core[f] * (nport // cores) + src[f]] != f:
+                n_seg = emit(record, f, core[f], seg_start[f], t, rate[f], seg_flow,
+                             seg_core, seg_t0, seg_t1, seg_rate, n_seg)
+                rate[f] = 0.0
+                seg_start[f] = t
+    for p in range(nport):
+        f = owner[p]
+        if f >= 0:
+            r = core_cap[core[f]]
+            if rate[f] != r:
+                if rate[f] > 0.0:
                     n_seg = emit(record, f, core[f], seg_start[f], t, rate[f], seg_flow,
                                  seg_core, seg_t0, seg_t1, seg_rate, n_seg)
-                    rate[f] = 0.0
-                    seg_start[f] = t
-        for p in range(nport):
-            f = owner[p]
-            if f >= 0:
-                r = core_cap[core[f]]
-                if rate[f] != r:
-                    if rate[f] > 0.0:
-                        n_seg = emit(record, f, core[f], seg_start[f], t, rate[f], seg_flow,
-                                     seg_core, seg_t0, seg_t1, seg_rate, n_seg)
-                    rate[f] = r
-                    seg_start[f] = t
-                if pinned[f] < 0:
-                    pinned[f] = core[f]
+                rate[f] = r
+                seg_start[f] = t
+            if pinned[f] < 0:
+                pinned[f] = core[f]
     while True:
         if record and n_seg + 4 * nport + 2 > seg_cap:
             return t, SEG_FULL, n_seg, events
@@ -295,64 +383,83 @@ def run_matching(t, stop_time, fresh, order, pos, src, dst, coflow, size, core, 
         t_new = stop_time if dt >= stop_time - t else t + dt
         coflow_done = False
         limit_hit = False
+        n_freed = 0
         for p in range(nport):
             f = owner[p]
             if f < 0:
+                continue
+            k = coflow[f]
+            moved = rate[f] * dt
+            if moved > rem[f]:
+                moved = rem[f]
+            if rem[f] - moved > EPS_BYTES + 1e-12 * size[f]:
+                # not finishing: what advance_flow does, without its call (whose array
+                # arguments cost atomic reference counts)
+                rem[f] = _less(rem[f], moved)
+                sent[k] += moved
+                if has_limit and byte_limit[k] < np.inf and sent[k] >= byte_limit[k] * (1 - 1e-12):
+                    limit_hit = True
                 continue
             n_seg, finished, cdone = advance_flow(
                 f, dt, t_new, rem, size, sent, coflow, done, flow_completion, left,
                 coflow_completion, rate, core, seg_start, record, seg_flow, seg_core,
                 seg_t0, seg_t1, seg_rate, n_seg)
-            k = coflow[f]
             if finished:
-                po = nport + core[f] * P + dst[f]
+                e = pair[pos[f]]
+                po = pout[e]
                 owner[p] = -1
                 owner[po] = -1
-                tot[p] -= 1
-                tot[po] -= 1
-                hk, hp, hi, nh = _cursor(hk, hp, hi, nh, p, pos[f], ptr, lpos)
-                hk, hp, hi, nh = _cursor(hk, hp, hi, nh, po, pos[f], ptr, lpos)
+                phead[e] += 1
+                new = pflow[phead[e]] if phead[e] < pptr[e + 1] else -1
+                _requeue(p, pos[f], new, e, qptr, qpair, qkey, qlen)
+                _requeue(po, pos[f], new, e, qptr, qpair, qkey, qlen)
+                freed[n_freed] = p
+                freed[n_freed + 1] = po
+                freed_after[n_freed] = pos[f]
+                freed_after[n_freed + 1] = pos[f]
+                n_freed += 2
                 coflow_done = coflow_done or cdone
             elif has_limit and byte_limit[k] < np.inf and sent[k] >= byte_limit[k] * (1 - 1e-12):
                 limit_hit = True
         t = t_new
-        if coflow_done or limit_hit:
-            return t, COFLOW_DONE if coflow_done else BYTE_LIMIT, n_seg, events
-        if t >= stop_time:
-            # the next plan decides what starts now (nothing is pinned before it sends)
+        # cursors on the freed ports (after every list is up to date)
+        for m in range(n_freed):
+            hk, hp, hi, nh = _cursor(hk, hp, hi, nh, freed[m], freed_after[m], qptr, qkey,
+                                     qlen)
+        if coflow_done or limit_hit or t >= stop_time:
+            # (at the stop time the next plan decides what starts now: nothing is pinned
+            # before it sends)
+            nh = 0
+            if coflow_done or limit_hit:
+                return t, COFLOW_DONE if coflow_done else BYTE_LIMIT, n_seg, events
             return t, STOP_TIME, n_seg, events
         # repair the matching, cursors in rank order
         steps = 0
         while nh > 0:
             key, port, k, nh = heap_pop(hk, hp, hi, nh)
             steps += 1
-            if steps % 32 == 0 and _saturated(key, owner, tot, pos, nport):
+            if steps % 32 == 0 and _saturated(key, owner, qlen, pos, nport):
                 nh = 0  # no flow at or after `key` can get a port: every cursor dies
                 break
-            g = lflows[k]
             own = owner[port]
             if own >= 0 and pos[own] <= key:
                 continue  # the port is held by a flow of higher priority: cursor dies
-            nxt = k + 1 < ptr[port + 1]
-            if done[g]:
-                if nxt:
-                    hk, hp, hi, nh = heap_push(hk, hp, hi, nh, lpos[k + 1], port, k + 1)
-                continue
+            e = qpair[qptr[port] + k]
+            g = order[key]
             h = core[g]
-            if port < nport:
-                q = nport + h * P + dst[g]
-            else:
-                q = h * P + src[g]
+            q = pout[e] if port < nport else pin[e]
             oq = owner[q]
             if oq >= 0 and pos[oq] < key:
-                if nxt:
-                    hk, hp, hi, nh = heap_push(hk, hp, hi, nh, lpos[k + 1], port, k + 1)
+                if k + 1 < qlen[port]:
+                    hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[qptr[port] + k + 1],
+                                               port, k + 1)
                 continue
             for d in (own, oq):
                 if d >= 0 and rate[d] > 0.0:
                     # displaced: frees its ports; a cursor on the one g does not take
-                    di = core[d] * P + src[d]
-                    do = nport + core[d] * P + dst[d]
+                    ed = pair[pos[d]]
+                    di = pin[ed]
+                    do = pout[ed]
                     owner[di] = -1
                     owner[do] = -1
                     n_seg = emit(record, d, core[d], seg_start[d], t, rate[d], seg_flow,
@@ -360,7 +467,8 @@ def run_matching(t, stop_time, fresh, order, pos, src, dst, coflow, size, core, 
                     rate[d] = 0.0
                     seg_start[d] = t
                     other = do if (di == port or di == q) else di
-                    hk, hp, hi, nh = _cursor(hk, hp, hi, nh, other, pos[d], ptr, lpos)
+                    hk, hp, hi, nh = _cursor(hk, hp, hi, nh, other, pos[d], qptr, qkey,
+                                             qlen)
             owner[port] = g
             owner[q] = g
             rate[g] = core_cap[h]

@@ -41,9 +41,9 @@ from controller.model import Workload
 from controller.plan import Plan, PlanError, State
 from controller.policies.base import Policy
 from emulate.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_DONE,
-                              SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
-                              STUCK as _STUCK, advance_flow, byte_limit_dt, emit, heap_pop,
-                              heap_push, port_lists, run_matching)
+                              EPS_BYTES, SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
+                              STUCK as _STUCK, _less, advance_flow, byte_limit_dt, emit,
+                              heap_pop, heap_push, pair_lists, run_matching)
 from emulate.records import RunResult, Segments
 
 
@@ -317,6 +317,15 @@ def _run(t, stop_time, order, pos, src, dst, coflow, size, core, cap, fair, back
         limit_hit = False
         for m in range(n_running):
             f = running[m]
+            moved = rate[f] * dt
+            if moved > rem[f]:
+                moved = rem[f]
+            if rem[f] - moved > EPS_BYTES + 1e-12 * size[f]:
+                # not finishing: what advance_flow does, without its call (whose array
+                # arguments cost atomic reference counts)
+                rem[f] = _less(rem[f], moved)
+                sent[coflow[f]] += moved
+                continue
             n_seg, finished, cdone = advance_flow(
                 f, dt, t_new, rem, size, sent, coflow, done, flow_completion, left,
                 coflow_completion, rate, core, seg_start, record, seg_flow, seg_core,
@@ -386,6 +395,7 @@ class Simulator:
         self.t = 0.0
         self.events = 0
         self.policy_calls = 0
+        self._pair_map = None  # scratch of emulate.matching.pair_lists
         self.gated = np.zeros(nc, dtype=np.bool_)
         if gated is not None:
             self.gated[np.asarray(list(gated), dtype=np.int64)] = True
@@ -538,20 +548,18 @@ class Simulator:
         """Priority without caps: the incremental greedy matching (emulate.matching)."""
         a = self.arrays
         nport = a.cores * a.ports
-        lists_in = port_lists(order, core * a.ports + a.src, nport)
-        lists_out = port_lists(order, core * a.ports + a.dst, nport)
-        ptr = np.concatenate([lists_in[0], lists_out[0][1:] + len(order)])
-        lflows = np.concatenate([lists_in[1], lists_out[1]])
-        lpos = np.concatenate([lists_in[2], lists_out[2]])
+        if self._pair_map is None:
+            self._pair_map = np.full(nport * a.ports, -1, dtype=np.int64)
+        pairs = pair_lists(order, a.src, a.dst, core, a.ports, nport, self._pair_map)
         owner = np.full(2 * nport, -1, dtype=np.int64)
         while True:
             prev_running = np.flatnonzero(self.rate > 0)
             t, reason, self.n_seg, ev = run_matching(
-                self.t, stop, True, order, pos, a.src, a.dst, a.coflow, a.size, core,
+                self.t, stop, order, pos, a.src, a.dst, a.coflow, a.size, core,
                 self.core_cap, self.rem, self.rate, self.done, self.pinned,
                 self.flow_completion, self.left, self.sent, limit, has_limit,
                 self.coflow_completion, self.record, self.seg_start, *self._seg, self.n_seg,
-                ptr, lflows, lpos, owner, prev_running)
+                pairs, owner, prev_running)
             self.t = t
             self.events += ev
             if reason != _SEG_FULL:
