@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from controller.model import FlowArrays, Workload
@@ -67,18 +68,22 @@ class Plan:
 
     def flow_order(self, state: "State", flows: np.ndarray | None = None) -> np.ndarray:
         """``flows`` (default: the eligible ones) sorted by rank, ties by flow index."""
+        want = None
         if flows is None:
             flows = np.flatnonzero(state.eligible)
+            want = state.eligible
         if self.coflow_order is not None and len(self.coflow_order):
             a = state.arrays
             ptr, grouped = a.coflow_ptr, a.coflow_flows
-            want = np.zeros(a.n_flows, dtype=np.bool_)
-            want[flows] = True
+            if want is None:
+                want = np.zeros(a.n_flows, dtype=np.bool_)
+                want[flows] = True
             parts = [grouped[ptr[k]:ptr[k + 1]] for k in self.coflow_order]
             head = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
             head = head[want[head]]
             if len(head) == len(flows):
                 return head
+            want = want.copy()
             want[head] = False
             rest = np.flatnonzero(want)
             return np.concatenate([head, rest[np.lexsort((rest, self.rank[rest]))]])
@@ -100,17 +105,39 @@ class Plan:
             raise PlanError(f"plan.byte_limit must be None or an array of {a.n_coflows} entries")
         if self.sharing not in SHARINGS:
             raise PlanError(f"plan.sharing must be one of {SHARINGS}, got {self.sharing!r}")
-        elig = state.eligible
-        cores = self.core[elig]
-        if cores.size and (cores.min() < 0 or cores.max() >= a.cores):
+        bad, f = _check_cores(self.core, state.eligible, state.core, state.flow_done, a.cores)
+        if bad:
             raise PlanError(f"plan.core must be in 0..{a.cores - 1} for every eligible flow")
-        pinned = state.core >= 0
-        moved = pinned & (self.core != state.core) & ~state.flow_done
-        if moved.any():
-            f = int(np.flatnonzero(moved)[0])
+        if f >= 0:
             raise PlanError(
                 f"plan moves flow {f} (coflow {state.workload.coflows[a.coflow[f]].id!r}) from "
                 f"core {state.core[f]} to core {self.core[f]}: flows may not migrate")
+
+
+@numba.njit(cache=True)
+def _check_cores(core, eligible, pinned, done, cores):
+    """(an eligible flow has a core out of range, first flow moved off its pinned core
+    or -1), in one pass."""
+    bad = False
+    moved = -1
+    for f in range(core.shape[0]):
+        if eligible[f] and (core[f] < 0 or core[f] >= cores):
+            bad = True
+        if moved < 0 and pinned[f] >= 0 and core[f] != pinned[f] and not done[f]:
+            moved = f
+    return bad, moved
+
+
+@numba.njit(cache=True)
+def _coflow_rank(pos, coflow, pinned, rank, core, with_core):
+    """``rank = pos[coflow] + index / (n + 1)``; with ``with_core``, ``core`` = the
+    pinned core, else 0."""
+    n = coflow.shape[0]
+    d = float(n + 1)
+    for f in range(n):
+        rank[f] = pos[coflow[f]] + f / d
+        if with_core:
+            core[f] = pinned[f] if pinned[f] >= 0 else 0
 
 
 @dataclass
@@ -182,7 +209,10 @@ def coflow_order_plan(state: State, order, core: np.ndarray | None = None,
     order = np.asarray(order, dtype=np.int64)
     pos = np.full(a.n_coflows, len(order), dtype=np.float64)
     pos[order] = np.arange(len(order), dtype=np.float64)
-    rank = pos[a.coflow] + np.arange(a.n_flows) / float(a.n_flows + 1)
+    rank = np.empty(a.n_flows)
     if core is None:
-        core = np.where(state.core >= 0, state.core, 0)
+        core = np.empty(a.n_flows, dtype=np.int64)
+        _coflow_rank(pos, a.coflow, np.asarray(state.core, dtype=np.int64), rank, core, True)
+    else:
+        _coflow_rank(pos, a.coflow, np.asarray(state.core, dtype=np.int64), rank, rank, False)
     return Plan(core=np.asarray(core, dtype=np.int64), rank=rank, coflow_order=order, **kw)

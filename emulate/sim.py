@@ -396,6 +396,10 @@ class Simulator:
         self.events = 0
         self.policy_calls = 0
         self._pair_map = None  # scratch of emulate.matching.pair_lists
+        self._elig = np.zeros(nf, dtype=np.bool_)  # ready[coflow] & ~done, kept up to date
+        self._pos = np.full(nf, -1, dtype=np.int64)  # position of each flow in the order
+        self._order = np.zeros(0, dtype=np.int64)  # the current plan's order
+        self._no_cap = None
         self.gated = np.zeros(nc, dtype=np.bool_)
         if gated is not None:
             self.gated[np.asarray(list(gated), dtype=np.int64)] = True
@@ -415,6 +419,8 @@ class Simulator:
             nxt = []
             for k in frontier:
                 self.ready[k] = True
+                fl = a.flows_of(k)
+                self._elig[fl] = ~self.done[fl]
                 changed = True
                 if self.left[k] == 0:
                     nxt.extend(self._complete(k))
@@ -436,11 +442,11 @@ class Simulator:
 
     def state(self, event: str) -> State:
         a = self.arrays
-        elig = self.ready[a.coflow] & ~self.done
         return State(time=self.t, event=event, workload=self.workload, arrays=a,
                      remaining=self.rem, sent=self.sent, flow_done=self.done,
                      released=self.released, ready=self.ready, done=self.cdone,
-                     completion=self.coflow_completion, eligible=elig, core=self.pinned)
+                     completion=self.coflow_completion, eligible=self._elig.copy(),
+                     core=self.pinned)
 
     # ---------------------------------------------------------------- main loop
     def run(self) -> RunResult:
@@ -481,24 +487,32 @@ class Simulator:
         plan = self.policy.plan(st)
         self.policy_calls += 1
         plan.validate(st)
-        order = plan.flow_order(st)
-        cap = (np.full(a.n_flows, np.inf) if plan.rate_cap is None
-               else np.where(np.isnan(plan.rate_cap), np.inf, plan.rate_cap / 8.0))
+        order = np.ascontiguousarray(plan.flow_order(st), dtype=np.int64)
+        has_cap = False
+        if plan.rate_cap is None:
+            if self._no_cap is None:
+                self._no_cap = np.full(a.n_flows, np.inf)
+            cap = self._no_cap
+        else:
+            cap = np.where(np.isnan(plan.rate_cap), np.inf, plan.rate_cap / 8.0)
+            has_cap = bool(np.isfinite(cap[order]).any())
         limit = (np.full(a.n_coflows, np.inf) if plan.byte_limit is None
                  else plan.byte_limit.astype(np.float64))
-        core = plan.core.astype(np.int64)
+        core = np.ascontiguousarray(plan.core, dtype=np.int64)
         nr = (a.release[self.release_order[self.next_release]]
               if self.next_release < a.n_coflows else np.inf)
         stop = min(nr, plan.horizon, until)
         if stop <= self.t:
             raise PlanError(f"plan horizon {plan.horizon} is not after now ({self.t})")
-        # rates carry over between calls only for flows still in the order
-        keep = np.zeros(a.n_flows, dtype=np.bool_)
-        keep[order] = True
-        self._close_segments(~keep & (self.rate > 0))
-        pos = np.full(a.n_flows, -1, dtype=np.int64)
+        # positions in the order; rates carry over between calls only for flows still
+        # in it (only flows of the previous order can be sending)
+        pos = self._pos
+        prev = self._order
+        running = np.sort(prev[self.rate[prev] > 0])
+        pos[prev] = -1
         pos[order] = np.arange(len(order))
-        has_cap = bool(np.isfinite(cap[order]).any())
+        self._order = order
+        self._close_segments(running[pos[running] < 0])
         has_limit = bool(np.isfinite(limit).any())
         before = int(self.cdone.sum())
         if (plan.sharing == "priority" and not has_cap and self.incremental
@@ -507,6 +521,7 @@ class Simulator:
         else:
             reason = self._advance_scan(stop, order, pos, core, cap, plan, has_cap, limit,
                                         has_limit)
+        self._elig[order[self.done[order]]] = False
         if reason == _STUCK:
             stuck = [self.workload.coflows[k].id for k in np.flatnonzero(~self.cdone)][:5]
             raise PlanError(
@@ -553,7 +568,7 @@ class Simulator:
         pairs = pair_lists(order, a.src, a.dst, core, a.ports, nport, self._pair_map)
         owner = np.full(2 * nport, -1, dtype=np.int64)
         while True:
-            prev_running = np.flatnonzero(self.rate > 0)
+            prev_running = np.sort(order[self.rate[order] > 0])
             t, reason, self.n_seg, ev = run_matching(
                 self.t, stop, order, pos, a.src, a.dst, a.coflow, a.size, core,
                 self.core_cap, self.rem, self.rate, self.done, self.pinned,
@@ -570,13 +585,14 @@ class Simulator:
                       has_limit) -> int:
         """Fair sharing or rate caps: rates recomputed by a scan at every flow completion."""
         a = self.arrays
-        running = np.flatnonzero(self.rate > 0)
+        running = np.sort(order[self.rate[order] > 0])
         n_running = len(running)
         running = np.concatenate([running, np.zeros(len(order), dtype=np.int64)])
-        tot_in = np.zeros((a.cores, a.ports), dtype=np.int64)
-        tot_out = np.zeros((a.cores, a.ports), dtype=np.int64)
-        np.add.at(tot_in, (core[order], a.src[order]), 1)
-        np.add.at(tot_out, (core[order], a.dst[order]), 1)
+        nport = a.cores * a.ports
+        tot_in = np.bincount(core[order] * a.ports + a.src[order],
+                             minlength=nport).reshape(a.cores, a.ports)
+        tot_out = np.bincount(core[order] * a.ports + a.dst[order],
+                              minlength=nport).reshape(a.cores, a.ports)
         nz = np.array([np.count_nonzero(tot_in), np.count_nonzero(tot_out)])
         head = np.zeros(1, dtype=np.int64)
         while True:
