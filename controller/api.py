@@ -67,7 +67,8 @@ CONTROLLER_OPS: dict[str, dict[str, tuple[tuple, bool]]] = {
               "pace_bps": (_NUM + (type(None),), False)},
     "update": {"flows": ((list,), True)},
     "counters": {},
-    "task_run": {"seg": (_INT, True), "demand": (_NUM, True), "seconds": (_NUM, True)},
+    "task_run": {"seg": (_INT, True), "demand": (_NUM, True), "seconds": (_NUM, True),
+                 "until": (_NUM, False)},
     "task_stop": {"seg": (_INT, True)},
     "stop": {},
 }

@@ -134,8 +134,10 @@ class _Seg:
     end: float
     last: bool            # the task's last segment in its plan
     plan: int             # compute plan sequence number
-    state: str = "planned"  # planned, blocked, sent, running, done
+    state: str = "planned"  # planned, blocked, sent, running, done, dropped
     t_start: float = float("nan")   # as run, workload s
+    cut: float = float("nan")       # compute time at which a re-plan preempted it
+    extra: float = 0.0              # work (s) added to it: what earlier pieces missed
 
 
 class JointEmulationRun(EmulationRun):
@@ -157,8 +159,11 @@ class JointEmulationRun(EmulationRun):
         self.task_end = np.full(a.n_tasks, np.nan)      # completion as reported
         self.ran: list[tuple[int, int, float, float]] = []
         self.blocked: list[int] = []
+        self.debt = np.zeros(a.n_tasks)   # work the plan counts as done but was not run
         self._newly_done: list[int] = []
         self.joint_steps = 0
+        self.t_joint = 0.0            # compute time of the last joint event
+        self.hold_at = np.inf         # the current plan's next joint event (compute time)
         self.stats.update({"compute_plan_ms": [], "task_start_lag_ms": []})
         self.residual.restart(self)
 
@@ -246,11 +251,19 @@ class JointEmulationRun(EmulationRun):
         """A segment ended on its agent; True if that is a joint event."""
         seg = self.segs[sid]
         tw = self.now_w(t)
+        ran = 0.0
         if seg.state == "running" and not np.isnan(seg.t_start) and tw > seg.t_start:
             self.ran.append((seg.task, seg.machine, seg.t_start, tw))
+            ran = tw - seg.t_start
+        cut = not np.isnan(seg.cut)
+        if self.driver.cpol.preemptive and (cut or not seg.last):
+            # (a cut piece may have run to its end before the stop reached the agent)
+            self._owe(seg, ran)
+        self.decision(event="task_segment_done", seg=sid, ran=ran, stopped=stopped,
+                      cut=None if not cut else seg.cut, debt=float(self.debt[seg.task]))
         seg.state = "done"
         joint = False
-        if seg.last and not stopped:
+        if seg.last and not stopped and not cut:
             self.task_end[seg.task] = tw
             self.decision(event="task_done", task=self.driver.a.task_ids[seg.task],
                           machine=seg.machine, tw_done=tw)
@@ -275,28 +288,50 @@ class JointEmulationRun(EmulationRun):
         return out
 
     def _joint_step(self) -> None:
-        """Commit, settle, re-plan the compute side at now (module docstring)."""
+        """Commit, settle, re-plan the compute side (module docstring).
+
+        Non-preemptive policies: the compute side's clock stops at the plan's next joint
+        event (``hold_at``): a stage the plan completes at ``X`` is reported a little
+        after ``X``, and the simulator re-plans at ``X`` before it starts anything the
+        plan starts at ``X`` (a task started is committed whole). So tasks planned from
+        ``hold_at`` on wait, and the step commits and re-plans at ``min(now, hold_at)``;
+        the network and the records keep real time. Preemptive policies commit at now: a
+        piece started at ``X`` is cut a moment later, and what each piece really ran is
+        accounted for (:meth:`_owe`).
+        """
         drv = self.driver
         self.joint_steps += 1
-        t = max(self.now_w(), 0.0)
+        t = max(min(max(self.now_w(), 0.0), self.hold_at), self.t_joint)
+        self.t_joint = t
         preemptive = drv.cpol.preemptive
-        for sid, seg in self.segs.items():
-            if seg.state == "planned" and seg.plan == self.cplan:
-                if not preemptive and seg.start < t - drv.tol:
-                    self._dispatch(sid)       # committed whole: it must run
-                else:
-                    seg.state = "dropped"
-            elif preemptive and seg.state in ("sent", "running", "blocked"):
-                if seg.state == "blocked":
-                    seg.state = "dropped"
-                else:
-                    self.agents[seg.machine].send({"op": "task_stop", "id": 0, "seg": sid})
+        # what the commit below counts as run must run; what it cuts must stop
+        tol = drv.tol
+        for sid, seg in list(self.segs.items()):
+            if seg.state == "planned" and seg.plan != self.cplan:
+                continue
+            if seg.state in ("planned", "blocked") and seg.start < t - tol:
+                if preemptive and seg.end > t + tol:
+                    seg.end, seg.last = t, False        # its part before the cut
+                if seg.state == "planned":
+                    self._dispatch(sid)
+            elif seg.state == "planned":
+                seg.state = "dropped"                   # re-planned below
+            elif preemptive and seg.state in ("sent", "running") and seg.end > t + tol:
+                seg.cut = t
+                self.agents[seg.machine].send({"op": "task_stop", "id": 0, "seg": sid})
         self.blocked = [x for x in self.blocked if self.segs[x].state == "blocked"]
         drv.commit(t)
-        drv.settle(t, self._stage_done_at(), self.opened, self.completion, self._open)
+        # what the agents finished is finished, whatever fraction the plan still counts
+        rp = drv.rp
+        fin = ~np.isnan(self.task_end) & ~rp.done
+        rp.done[fin], rp.comp[fin], rp.frac[fin] = True, np.minimum(self.task_end[fin], t), 0.0
+        done_at = self._stage_done_at()
+        drv.settle(t, np.where(np.isfinite(done_at), np.minimum(done_at, t), np.inf),
+                   self.opened, self.completion, self._open)
         tp = time.perf_counter()
         s = drv.replan(t, self.completion)
         self.stats["compute_plan_ms"].append((time.perf_counter() - tp) * 1e3)
+        self.hold_at = np.inf
         if s is not None:
             self._follow(t, s)
 
@@ -306,17 +341,31 @@ class JointEmulationRun(EmulationRun):
         orig = s.arrays.orig_task
         tc = s.task_completion
         tol = self.driver.tol
+        if not self.driver.cpol.preemptive:
+            self.hold_at = self.driver.next_event(t)
         for j in np.argsort(s.start, kind="stable"):
             q = int(s.task[j])
             seg = _Seg(int(orig[q]), int(s.machine[j]), t + float(s.start[j]),
                        t + float(s.end[j]), bool(s.end[j] >= tc[q] - tol), self.cplan)
             sid = len(self.segs)
             self.segs[sid] = seg
+            if seg.start >= self.hold_at - tol:
+                continue                  # re-planned at that event
             if seg.start <= t + tol:
                 self._dispatch(sid)
             else:
                 self._timer(self.at_w(seg.start), "task_go", (sid, self.cplan))
         self.decision(event="compute_plan", seq=self.cplan, segments=int(len(s.task)))
+
+    def _owe(self, seg: _Seg, ran: float) -> None:
+        """A piece of a preemptive plan that ended early or late: the plan counts it as
+        run from its planned start to its end (or the cut), plus what it was given to
+        make up; what it really ran differs by the latencies. The difference (as a
+        fraction of the task) goes to the task's last piece."""
+        p = self.driver.a.proc[seg.task, seg.machine]
+        end = seg.end if np.isnan(seg.cut) else min(seg.end, seg.cut)
+        credited = max(0.0, end - seg.start) + seg.extra
+        self.debt[seg.task] += (credited - ran) / p
 
     def _can_start(self, seg: _Seg) -> bool:
         a = self.driver.a
@@ -334,9 +383,26 @@ class JointEmulationRun(EmulationRun):
             return
         a = self.driver.a
         seg.state = "sent"
-        self.agents[seg.machine].send({
-            "op": "task_run", "id": 0, "seg": sid, "demand": float(a.size[seg.task]),
-            "seconds": (seg.end - seg.start) * self.scale})
+        msg = {"op": "task_run", "id": 0, "seg": sid, "demand": float(a.size[seg.task])}
+        p = a.proc[seg.task, seg.machine]
+        if self.driver.cpol.preemptive and not seg.last:
+            # a piece ends when the plan says, even if it started late (no lag builds up
+            # along a machine's pieces); what it missed is owed to the task's last piece,
+            # what earlier pieces ran too much is taken off this one
+            seg.extra = max(min(self.debt[seg.task], 0.0) * p, -(seg.end - seg.start))
+            self.debt[seg.task] -= seg.extra / p
+            length = seg.end - seg.start + seg.extra
+            msg["until"] = self.at_w(seg.end + seg.extra)
+        else:
+            # the last piece (or a whole non-preemptive task) runs its length, plus what
+            # the task's earlier pieces missed
+            seg.extra = self.debt[seg.task] * p
+            self.debt[seg.task] = 0.0
+            length = max(0.0, seg.end - seg.start + seg.extra)
+        msg["seconds"] = length * self.scale
+        self.decision(event="task_run", seg=sid, task=a.task_ids[seg.task], machine=seg.machine,
+                      plan=seg.plan, start=seg.start, end=seg.end, length=length, last=seg.last)
+        self.agents[seg.machine].send(msg)
 
     def _retry_blocked(self) -> None:
         waiting, self.blocked = self.blocked, []

@@ -162,7 +162,8 @@ class Agent:
                 raise ApiError(f"{op}: host {self.host} is not a machine (no capacity)")
             try:
                 if op == "task_run":
-                    self.slots.run(msg["seg"], msg["demand"], msg["seconds"])
+                    self.slots.run(msg["seg"], msg["demand"], msg["seconds"],
+                                   msg.get("until"))
                 else:
                     self.slots.stop(msg["seg"])
             except ValueError as e:

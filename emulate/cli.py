@@ -17,6 +17,7 @@ import os
 import sys
 
 import click
+import numpy as np
 
 from controller.model import Workload, WorkloadError
 from controller.plan import PlanError
@@ -148,7 +149,7 @@ def run(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_rele
                       zero_release, limit)
     if not isinstance(w, Workload):
         return _run_joint(w, policy_spec, engine, mode, objective, as_json, segments_path,
-                          lp_bound)
+                          lp_bound, time_scale)
     policy = get_policy(policy_spec, **policy_options(policy_spec, mode, objective))
     if engine == "sim":
         from emulate.sim import simulate
@@ -179,17 +180,23 @@ def run(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_rele
     click.echo(f"  wall time {result.wall_seconds:.2f} s")
 
 
-def _run_joint(w, policy_spec, engine, mode, objective, as_json, segments_path, lp_bound):
-    """``run`` on a joint workload: the joint simulator (emulate.jobsim)."""
+def _run_joint(w, policy_spec, engine, mode, objective, as_json, segments_path, lp_bound,
+               time_scale=None):
+    """``run`` on a joint workload: the joint simulator (emulate.jobsim) or the emulation
+    (tasks on the agents, controller.joint_runtime)."""
     from controller.compute import get_compute_policy
     from controller.jobs import compute_lower_bound
     from emulate.jobsim import simulate_joint, split_policy
-    if engine != "sim":
-        raise click.BadParameter("joint workloads (compute and network) run in the simulator "
-                                 "only for now; use --engine sim")
     compute, network = split_policy(policy_spec)
-    result = simulate_joint(w, policy_spec, segments=bool(segments_path),
-                            network_options=policy_options(network, mode, objective))
+    opts = policy_options(network, mode, objective)
+    if engine == "sim":
+        result = simulate_joint(w, policy_spec, segments=bool(segments_path),
+                                network_options=opts)
+    else:
+        from emulate.cli_emulation import run_mininet
+        kw = {} if time_scale is None else {"time_scale": time_scale}
+        result = run_mininet(w, policy_spec, segments=bool(segments_path), progress=True,
+                             network_options=opts, **kw)
     lp = get_compute_policy(compute).lower_bound
     bound = None
     if lp_bound and sum(len(s.tasks) for s in w.stages) <= 1000:
@@ -201,13 +208,20 @@ def _run_joint(w, policy_spec, engine, mode, objective, as_json, segments_path, 
         click.echo(json.dumps(doc))
         return
     jct = result.job_completion - result.job_release
-    click.echo(f"{doc['policy']} on {w.name} (joint sim): {len(w.jobs)} jobs, "
+    click.echo(f"{doc['policy']} on {w.name} (joint {engine}): {len(w.jobs)} jobs, "
                f"{len(w.stages)} stages, {len(doc['tasks'])} tasks, {len(w.coflows)} coflows, "
                f"{len(w.machines)} machines, {w.fabric.cores} core(s)")
     click.echo(f"  mean job time {jct.mean():.6g} s, max {jct.max():.6g} s, "
                f"makespan {doc['makespan']:.6g} s")
     click.echo(f"  total weighted job completion {doc['total_weighted_job_completion']:.6g}"
                + (f", {lp.upper()} lower bound {bound:.6g}" if bound is not None else ""))
+    if engine != "sim":
+        sim = simulate_joint(w, policy_spec, network_options=opts)
+        sim_jct = sim.job_completion - sim.job_release
+        err = jct / sim_jct - 1
+        click.echo(f"  against the joint simulator: per-job time error median "
+                   f"{np.median(np.abs(err)):.1%}, max {np.abs(err).max():.1%}; mean job "
+                   f"time emulation/simulator {jct.mean() / sim_jct.mean():.3f}")
     click.echo(f"  wall time {result.wall_seconds:.2f} s")
 
 

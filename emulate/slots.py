@@ -10,7 +10,9 @@ scale) and possibly ``stop`` (a preemptive policy interrupts it). :class:`Slots`
   not fit yet waits, in arrival order, and starts as soon as running ones release enough
   (first fit over the waiting ones);
 * **holds** the demand for exactly the segment's duration from its real start (a timer:
-  the task occupies its slot, it does not burn the CPU the switches need);
+  the task occupies its slot, it does not burn the CPU the switches need), or, for a
+  piece of a preemptive plan given an ``until``, up to that wall-clock time at most (a
+  piece that started late ends on time; the controller has what it missed run later);
 * reports ``started(seg, t)`` and ``done(seg, t, ran, stopped)`` with wall-clock times.
 
 A segment whose demand exceeds the whole capacity can never run: :meth:`run` raises
@@ -45,14 +47,15 @@ class Slots:
         self.running: dict[int, tuple[float, float, threading.Event]] = {}
         self.peak = 0.0
 
-    def run(self, seg: int, demand: float, seconds: float) -> None:
-        """Queue segment ``seg``; it starts as soon as ``demand`` fits."""
+    def run(self, seg: int, demand: float, seconds: float, until: float | None = None) -> None:
+        """Queue segment ``seg``; it starts as soon as ``demand`` fits and holds it for
+        ``seconds``, or until the wall-clock time ``until`` if that comes first."""
         if demand > self.capacity * (1 + TOL):
             raise ValueError(f"segment {seg} needs {demand:g}, the host has {self.capacity:g}")
         with self.lock:
             if seg in self.waiting or seg in self.running:
                 raise ValueError(f"segment {seg} already given")
-            self.waiting[seg] = (float(demand), float(seconds))
+            self.waiting[seg] = (float(demand), float(seconds), until)
         self._admit()
 
     def stop(self, seg: int) -> None:
@@ -72,16 +75,18 @@ class Slots:
     def _admit(self) -> None:
         go = []
         with self.lock:
-            for seg, (demand, seconds) in list(self.waiting.items()):
+            for seg, (demand, seconds, until) in list(self.waiting.items()):
                 if self.used + demand <= self.capacity * (1 + TOL):
                     del self.waiting[seg]
                     self.used += demand
                     self.peak = max(self.peak, self.used)
                     ev = threading.Event()
                     self.running[seg] = (demand, seconds, ev)
-                    go.append((seg, seconds, ev))
-        for seg, seconds, ev in go:
+                    go.append((seg, seconds, until, ev))
+        for seg, seconds, until, ev in go:
             t = time.time()
+            if until is not None:
+                seconds = max(0.0, min(seconds, until - t))
             self.started(seg, t)
             threading.Thread(target=self._hold, args=(seg, t, seconds, ev), daemon=True,
                              name=f"task{seg}").start()

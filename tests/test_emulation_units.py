@@ -40,7 +40,7 @@ def test_validate_names_the_wrong_field(msg, why):
 
 
 def test_validate_accepts_every_op_with_its_fields():
-    sample = {int: 3, float: 1.5, str: "boom"}
+    sample = {int: 3, float: 1.5, str: "boom", bool: True}
     for op, fields in AGENT_OPS.items():
         msg = {"op": op, "id": 7}
         for name, (types, _) in fields.items():
@@ -197,3 +197,73 @@ def test_rates_of_a_simple_case():
     assert r.tolist() == [4.0, 6.0, 4.0]
     r = allocate(np.array([0, 1, 2]), src, dst, core, cap, np.array([10.0]), "fair")
     assert r.tolist() == [5.0, 5.0, 5.0]
+
+
+# ------------------------------------------------------------------ compute slots (agents)
+class _SlotLog:
+    """Records what a :class:`emulate.slots.Slots` reports, and its load at every start."""
+
+    def __init__(self, capacity):
+        from emulate.slots import Slots
+        self.lock = threading.Lock()
+        self.starts, self.ends = {}, {}
+        self.loads = []
+        self.all_done = threading.Event()
+        self.expect = 0
+        self.slots = Slots(capacity, self.started, self.done)
+
+    def started(self, seg, t):
+        with self.lock:
+            self.starts[seg] = t
+            self.loads.append(self.slots.used)
+
+    def done(self, seg, t, ran, stopped):
+        with self.lock:
+            self.ends[seg] = (t, ran, stopped)
+            if len(self.ends) == self.expect:
+                self.all_done.set()
+
+
+def test_slots_never_exceed_the_capacity_and_start_waiting_tasks_when_room_frees():
+    log = _SlotLog(1.0)
+    log.expect = 4
+    demands = {0: 0.6, 1: 0.5, 2: 0.4, 3: 1.0}
+    for seg, d in demands.items():
+        log.slots.run(seg, d, 0.15)
+    assert log.all_done.wait(5.0)
+    assert max(log.loads) <= 1.0 + 1e-9 and log.slots.peak <= 1.0 + 1e-9
+    # 0 and 2 fit together (first fit over the waiting ones), 1 waits for 0, 3 for all
+    assert log.starts[2] - log.starts[0] < 0.05
+    assert log.starts[1] >= log.ends[0][0] - 1e-3
+    assert log.starts[3] >= max(log.ends[s][0] for s in (0, 1, 2)) - 1e-3
+    for seg in demands:
+        t, ran, stopped = log.ends[seg]
+        assert not stopped and 0.14 <= ran <= 0.25, (seg, ran)
+
+
+def test_a_stopped_task_releases_its_slot_at_once_and_reports_what_it_ran():
+    import time
+    log = _SlotLog(1.0)
+    log.expect = 3
+    log.slots.run(0, 1.0, 10.0)
+    log.slots.run(1, 0.5, 0.05)          # waits behind 0
+    log.slots.run(2, 0.5, 10.0)          # waits too; dropped before it starts
+    time.sleep(0.1)
+    log.slots.stop(2)
+    log.slots.stop(0)
+    deadline = time.time() + 5
+    while 1 not in log.ends and time.time() < deadline:
+        time.sleep(0.01)
+    assert log.all_done.wait(5.0)
+    assert log.ends[0][2] and 0.08 <= log.ends[0][1] < 1.0
+    assert log.ends[2][1] == 0.0 and log.ends[2][2] and 2 not in log.starts
+    assert not log.ends[1][2] and log.starts[1] >= log.ends[0][0] - 1e-3
+
+
+def test_slots_refuse_a_task_bigger_than_the_host():
+    log = _SlotLog(1.0)
+    with pytest.raises(ValueError, match="needs 1.5"):
+        log.slots.run(0, 1.5, 1.0)
+    log.slots.run(1, 0.5, 0.01)
+    with pytest.raises(ValueError, match="already given"):
+        log.slots.run(1, 0.5, 0.01)

@@ -65,9 +65,17 @@ class _Segs:
 
 
 def verify_joint(w: JointWorkload, doc: dict, segs: list[dict], *, preemptive: bool,
-                 migration: bool, pinned: bool) -> float:
+                 migration: bool, pinned: bool, measured: float = 0.0) -> float:
     """Check a joint run (see the module docstring); return the recomputed
-    ``sum_j w_j C_j``. Raises AssertionError naming the violation."""
+    ``sum_j w_j C_j``. Raises AssertionError naming the violation.
+
+    ``measured`` > 0: a run on the emulation, whose times are measured. Capacity,
+    placement, one machine at a time, precedence and the shuffle rule hold exactly as in
+    the simulator; what is measured may be off by a bounded amount: a task's work by
+    ``measured`` (relative: timers), a coflow opens at most ``measured`` x the makespan
+    after its stages complete (the controller's reaction), and the flow segments (from
+    receivers' byte counters) are checked for the flows they belong to, not for rates.
+    """
     port = {m.id: i for i, m in enumerate(w.machines)}
     caps = {m.id: m.capacity for m in w.machines}
     tasks = {t.id: t for s in w.stages for t in s.tasks}
@@ -100,7 +108,8 @@ def verify_joint(w: JointWorkload, doc: dict, segs: list[dict], *, preemptive: b
             assert b["start"] >= a["end"] - tol, \
                 f"{tid} runs twice at once (on {a['machine']} and {b['machine']})"
         work = sum((d["end"] - d["start"]) / t.placement[d["machine"]] for d in ss)
-        assert abs(work - 1.0) <= 1e-6, f"{tid}: its fractions sum to {work}, not 1"
+        assert abs(work - 1.0) <= max(1e-6, measured), \
+            f"{tid}: its fractions sum to {work}, not 1"
         machines = {d["machine"] for d in ss}
         merged = 1 + sum(1 for a, b in zip(ss, ss[1:])
                          if b["machine"] != a["machine"] or b["start"] > a["end"] + tol)
@@ -166,12 +175,21 @@ def verify_joint(w: JointWorkload, doc: dict, segs: list[dict], *, preemptive: b
         rows.append((index[key], d["core"], d["start"], d["end"], d["rate_bps"]))
     reported = {c["id"]: c for c in doc["coflows"]}
     for c in realized.coflows:
-        assert abs(reported[c.id]["release"] - c.release) <= tol, \
+        lag = reported[c.id]["release"] - c.release
+        assert -tol <= lag <= max(tol, measured * scale), \
             f"coflow {c.id} released at {reported[c.id]['release']}, its stages done at " \
             f"{c.release}"
-    verdict = verify_segments(realized, _Segs(rows), coflow_completion=np.array(
-        [reported[c.id]["completion"] for c in realized.coflows]))
-    cof_done = {c.id: float(x) for c, x in zip(realized.coflows, verdict.coflow_completion)}
+    if measured:
+        sent = {(d["coflow"], d["src"], d["dst"]) for d in fsegs}
+        assert sent == {(r.cid, r.src, r.dst) for r in refs}, "flows without segments"
+        cof_done = {c.id: float(reported[c.id]["completion"]) for c in realized.coflows}
+        for c in realized.coflows:   # bytes go only after the coflow is opened
+            first = min([d["start"] for d in fsegs if d["coflow"] == c.id], default=np.inf)
+            assert first >= reported[c.id]["release"] - tol, f"{c.id} sends before opening"
+    else:
+        verdict = verify_segments(realized, _Segs(rows), coflow_completion=np.array(
+            [reported[c.id]["completion"] for c in realized.coflows]))
+        cof_done = {c.id: float(x) for c, x in zip(realized.coflows, verdict.coflow_completion)}
     cof_start = defaultdict(lambda: np.inf)
     for d in fsegs:
         cof_start[d["coflow"]] = min(cof_start[d["coflow"]], d["start"])
