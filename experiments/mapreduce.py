@@ -16,6 +16,11 @@ simulator (``emulate.jobsim``). The table gives, per setting, the weighted job c
 (``controller.jobs.compute_lower_bound``: valid for every pair; it has no network time,
 hence the large ratios). The best pair of each setting is marked with ``*``.
 
+With ``--engine mininet`` (root) every pair also runs on the emulation: tasks on the
+agents of the emulated hosts, flows on real switches (``controller.joint_runtime``); the
+tables then give the emulated figures and, per pair, how far each job's time is from the
+joint simulator's (``|T_emulated / T_simulated - 1|``, median and max over jobs).
+
 Every run is appended to ``<out>/mapreduce.json`` as soon as it finishes (written to a
 temporary file, then renamed: an interrupted run keeps what it finished); the tables go
 to ``<out>/mapreduce.md``. ``--write-workloads DIR`` also writes every workload as JSON
@@ -28,6 +33,8 @@ Run::
     .venv/bin/python -m experiments.mapreduce --quick          # one seed, smoke run
     .venv/bin/python -m experiments.mapreduce --compute synchpack-1,synchpack-2,jsq-mw \\
         --network sincronia,aalo --write-workloads results/mapreduce/workloads
+    sudo .venv/bin/python -m experiments.mapreduce --engine mininet --quick \\
+        --out results/mapreduce-emulation          # both engines, about 30 min
 """
 from __future__ import annotations
 
@@ -64,6 +71,7 @@ class Config:
     network: tuple = NETWORK
     out: str = "results/mapreduce"
     write_workloads: str | None = None
+    engine: str = "sim"
 
 
 def make_workload(cfg: Config, setting: str, seed: int) -> JointWorkload:
@@ -93,6 +101,18 @@ def run(cfg: Config, verbose: bool = True) -> tuple[list[dict], str]:
                 for n in cfg.network:
                     t0 = time.perf_counter()
                     r = simulate_joint(w, f"{c}+{n}")
+                    versus = {}
+                    if cfg.engine == "mininet":
+                        from emulate.mininet_engine import run_mininet
+                        sim = r
+                        r = run_mininet(w, f"{c}+{n}")
+                        err = np.abs((r.job_completion - r.job_release) /
+                                     (sim.job_completion - sim.job_release) - 1)
+                        versus = {"sim_weighted_completion": sim.total_weighted_job_completion,
+                                  "job_error_median": float(np.median(err)),
+                                  "job_error_max": float(err.max()),
+                                  "job_errors": err.tolist(),
+                                  "emulation": r.extra.pop("emulation")}
                     doc = r.to_json()
                     shuffles = [x["cct"] for x in doc["coflows"] if x["id"] in w.shuffles]
                     rows.append({
@@ -104,14 +124,17 @@ def run(cfg: Config, verbose: bool = True) -> tuple[list[dict], str]:
                         "makespan": r.makespan, "mean_shuffle_cct": float(np.mean(shuffles)),
                         "lp1": lp, "ratio": r.total_weighted_job_completion / lp,
                         "jobs": len(w.jobs), "tasks": a.n_tasks, "shuffles": len(w.shuffles),
-                        "seconds": time.perf_counter() - t0, **r.extra})
+                        "seconds": time.perf_counter() - t0, "engine": cfg.engine,
+                        **versus, **r.extra})
                     atomic_write(path, json.dumps({"config": asdict(cfg), "rows": rows},
                                                   indent=1) + "\n")
                     if verbose:
                         x = rows[-1]
+                        vs = (f"  jobs vs sim: median {x['job_error_median']:.1%} max "
+                              f"{x['job_error_max']:.1%}" if versus else "")
                         print(f"[{time.perf_counter() - t_start:6.1f}s] {setting} s{seed} "
                               f"{x['pair']:<24} sum wC {x['weighted_completion']:9.1f} "
-                              f"x LP1 {x['ratio']:.2f}", flush=True)
+                              f"x LP1 {x['ratio']:.2f}{vs}", flush=True)
     text = tables(rows, cfg)
     atomic_write(os.path.join(cfg.out, "mapreduce.md"), text + "\n")
     return rows, text
@@ -135,7 +158,9 @@ def tables(rows: list[dict], cfg: Config) -> str:
                     key=lambda p: mean(*p, "weighted_completion"))
         what = ("Poisson arrivals, mean gap " + f"{cfg.gap:g} s" if setting == "arrivals"
                 else "all jobs at time 0")
-        out.append(f"{setting}: {r0['jobs']} MapReduce jobs ({what}), {cfg.ports} hosts x "
+        where = " on the emulation" if cfg.engine == "mininet" else ""
+        out.append(f"{setting}{where}: {r0['jobs']} MapReduce jobs ({what}), "
+                   f"{cfg.ports} hosts x "
                    f"{cfg.cores} cores x {cfg.rate_bps / 1e6:g} Mbit/s; sum_j w_j C_j "
                    f"(x LP1 bound), mean of seeds {', '.join(map(str, seeds))}; "
                    f"* = best pair")
@@ -159,6 +184,19 @@ def tables(rows: list[dict], cfg: Config) -> str:
                        f"{mean(c, n, 'weighted_mean_job_time'):.2f}" for n in cfg.network])
                 + " |")
         out.append("")
+        if cfg.engine == "mininet":
+            out.append(f"{setting}: per-job |time emulated / time simulated - 1|, "
+                       f"median / max over jobs (worst seed)")
+            out.append("| " + " | ".join(head) + " |")
+            out.append("|" + "---|" * len(head))
+            for c in cfg.compute:
+                cells = [c]
+                for n in cfg.network:
+                    v = [r for r in sel if r["compute"] == c and r["network"] == n]
+                    cells.append(f"{max(r['job_error_median'] for r in v):.1%} / "
+                                 f"{max(r['job_error_max'] for r in v):.1%}" if v else "")
+                out.append("| " + " | ".join(cells) + " |")
+            out.append("")
     return "\n".join(out)
 
 
@@ -175,6 +213,8 @@ def main(argv=None):
     p.add_argument("--write-workloads", metavar="DIR",
                    help="also write every workload as JSON into DIR")
     p.add_argument("--quick", action="store_true", help="one seed (smoke run)")
+    p.add_argument("--engine", choices=("sim", "mininet"), default="sim",
+                   help="mininet (root): run every pair on the emulation too")
     args = p.parse_args(argv)
 
     def names(s):
@@ -184,7 +224,7 @@ def main(argv=None):
                                                                   args.seeds)),
                  settings=names(args.settings), compute=names(args.compute),
                  network=names(args.network), out=args.out,
-                 write_workloads=args.write_workloads)
+                 write_workloads=args.write_workloads, engine=args.engine)
     _, text = run(cfg)
     print(text)
 
