@@ -54,9 +54,10 @@ def _priority_rates(order, head, src, dst, core, cap, done, core_cap, backfill, 
                     closed_in, closed_out):
     """Work-conserving strict priority in ``order``; returns the last position scanned.
 
-    Without caps every flow gets all or nothing, so once every input port (or every
-    output port) that still has flows is saturated or has no flow left further down the
-    order, the rest of the order gets nothing and the scan stops early.
+    Once every input port (or every output port) that still has flows is saturated or
+    has no flow left further down the order, the rest of the order gets nothing, in the
+    first pass and in the backfill pass (which only hands out what is left on both of a
+    flow's ports), so the scan stops early.
     """
     res_in[:, :] = 0.0
     res_out[:, :] = 0.0
@@ -83,20 +84,19 @@ def _priority_rates(order, head, src, dst, core, cap, done, core_cap, backfill, 
             newr[n] = r
             res_in[h, i] -= r
             res_out[h, j] -= r
-        if not has_cap:
-            pass_in[h, i] += 1
-            pass_out[h, j] += 1
-            tiny = 1e-9 * core_cap[h]
-            if not closed_in[h, i] and (res_in[h, i] <= tiny or pass_in[h, i] >= tot_in[h, i]):
-                closed_in[h, i] = True
-                n_ci += 1
-            if not closed_out[h, j] and (res_out[h, j] <= tiny
-                                         or pass_out[h, j] >= tot_out[h, j]):
-                closed_out[h, j] = True
-                n_co += 1
-            if n_ci >= nz[0] or n_co >= nz[1]:
-                end = n
-                break
+        pass_in[h, i] += 1
+        pass_out[h, j] += 1
+        tiny = 1e-9 * core_cap[h]
+        if not closed_in[h, i] and (res_in[h, i] <= tiny or pass_in[h, i] >= tot_in[h, i]):
+            closed_in[h, i] = True
+            n_ci += 1
+        if not closed_out[h, j] and (res_out[h, j] <= tiny
+                                     or pass_out[h, j] >= tot_out[h, j]):
+            closed_out[h, j] = True
+            n_co += 1
+        if n_ci >= nz[0] or n_co >= nz[1]:
+            end = n
+            break
     if has_cap and backfill:
         for n in range(head, end + 1):
             f = order[n]
