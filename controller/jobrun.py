@@ -35,9 +35,10 @@ import numpy as np
 from controller.compute import ComputePolicy, get_compute_policy
 from controller.compute.online import Replanner
 from controller.jobs import JointWorkload, shuffle_flows
+from controller.model import Coflow, Flow, Job, Workload
 from controller.policies import Policy
 
-__all__ = ["JobDriver", "KeepCores", "job_times"]
+__all__ = ["JobDriver", "KeepCores", "job_times", "residual_network"]
 
 
 class KeepCores(Policy):
@@ -229,6 +230,24 @@ class JobDriver:
         if len(later):
             nxt = min(nxt, float(later.min()))
         return min(nxt, end) if np.isfinite(end) else nxt
+
+
+def residual_network(jw: JointWorkload, left: dict, arcs) -> Workload:
+    """The network a restarted network policy sees: coflow ``k`` (index in ``jw.coflows``)
+    with the flows ``left[k]`` = [(src, dst, bytes still to send)], in that order; the
+    coflow arcs ``(k, k')`` among them and each job's coflows among them."""
+    coflows = []
+    for k, flows in left.items():
+        c = jw.coflows[k]
+        coflows.append(Coflow(c.id, tuple(Flow(int(s), int(d), float(b)) for s, d, b in flows),
+                              release=c.release, weight=c.weight))
+    arcs = [(jw.coflows[x].id, jw.coflows[y].id) for x, y in arcs if x in left and y in left]
+    jobs = []
+    for j in jw.network.jobs:
+        keep = tuple(c for c in j.coflows if jw.coflow_index[c] in left)
+        if keep:
+            jobs.append(Job(j.id, keep, j.weight))
+    return Workload(jw.fabric, tuple(coflows), tuple(arcs), tuple(jobs), name=jw.name)
 
 
 def job_times(jw: JointWorkload, stage_completion: np.ndarray, task_start: np.ndarray,

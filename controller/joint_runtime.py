@@ -33,12 +33,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import Counter
 
 import numpy as np
 
-from controller.jobrun import JobDriver, KeepCores
+from controller.jobrun import JobDriver, KeepCores, residual_network
 from controller.jobs import JointWorkload
-from controller.model import Coflow, Flow, Job, Workload
 from controller.plan import Plan, PlanError, State
 from controller.policies import Policy
 from controller.runtime import IDLE, EmulationRun, RunConfig
@@ -66,25 +66,13 @@ class ResidualPolicy(Policy):
         rem = a.size - run.estimated_rx()
         known = ~run.driver.is_shuffle | run.opened
         active = [k for k in range(a.n_coflows) if known[k] and not run.cdone[k]]
-        pos = {k: n for n, k in enumerate(active)}
-        coflows, gmap = [], []
+        left, gmap = {}, []
         for k in active:
-            c = jw.coflows[k]
             fl = [int(g) for g in run.flows_of[k] if not run.flow_done[g]]
             gmap.extend(fl)
             # a flow whose last bytes are in flight still needs its plan: at least 1 byte
-            coflows.append(Coflow(c.id, tuple(Flow(int(a.src[g]), int(a.dst[g]),
-                                                   max(float(rem[g]), 1.0)) for g in fl),
-                                  release=c.release, weight=c.weight))
-        arcs = [(jw.coflows[x].id, jw.coflows[y].id) for x, y in a.arcs
-                if x in pos and y in pos]
-        jobs = []
-        for j in jw.network.jobs:
-            keep = tuple(c for c in j.coflows if jw.coflow_index[c] in pos)
-            if keep:
-                jobs.append(Job(j.id, keep, j.weight))
-        self.local = Workload(jw.fabric, tuple(coflows), tuple(arcs), tuple(jobs),
-                              name=jw.name)
+            left[k] = [(a.src[g], a.dst[g], max(float(rem[g]), 1.0)) for g in fl]
+        self.local = residual_network(jw, left, a.arcs)
         self.gmap = np.array(gmap, dtype=np.int64)
         self.cmap = np.array(active, dtype=np.int64)
         self.inner = KeepCores(self.make_policy())
@@ -155,6 +143,8 @@ class JointEmulationRun(EmulationRun):
         self.opened = np.zeros(nc, dtype=bool)
         self.open_time = np.array([c.release for c in workload.coflows], dtype=np.float64)
         self.segs: dict[int, _Seg] = {}
+        self.n_state: Counter = Counter()            # segments per state
+        self.n_sending = np.zeros(a.n_tasks, dtype=np.int64)   # sent or running, per task
         self.cplan = 0
         self.task_end = np.full(a.n_tasks, np.nan)      # completion as reported
         self.ran: list[tuple[int, int, float, float]] = []
@@ -185,8 +175,8 @@ class JointEmulationRun(EmulationRun):
         return bool(self.cdone.all() and not np.isnan(self.task_end).any())
 
     def busy(self) -> bool:
-        return super().busy() or any(s.state in ("sent", "running", "blocked")
-                                     for s in self.segs.values()) or \
+        n = self.n_state
+        return super().busy() or n["sent"] + n["running"] + n["blocked"] > 0 or \
             any(t.kind in ("task_go", "joint") for t in self.timers)
 
     def on_t0(self) -> None:
@@ -223,7 +213,8 @@ class JointEmulationRun(EmulationRun):
             if kind == "task_started":
                 sid, t = data
                 seg = self.segs[sid]
-                seg.state, seg.t_start = "running", self.now_w(t)
+                self._move(seg, "running")
+                seg.t_start = self.now_w(t)
                 self.stats["task_start_lag_ms"].append(
                     max(seg.t_start - seg.start, 0.0) * self.scale * 1e3)
             elif kind == "task_done":
@@ -261,7 +252,7 @@ class JointEmulationRun(EmulationRun):
             self._owe(seg, ran)
         self.decision(event="task_segment_done", seg=sid, ran=ran, stopped=stopped,
                       cut=None if not cut else seg.cut, debt=float(self.debt[seg.task]))
-        seg.state = "done"
+        self._move(seg, "done")
         joint = False
         if seg.last and not stopped and not cut:
             self.task_end[seg.task] = tw
@@ -272,8 +263,8 @@ class JointEmulationRun(EmulationRun):
                 self.decision(event="stage_done", stage=self.driver.a.stage_ids[s], tw_done=tw)
                 joint = bool(self.driver.gates[s])
         # the plan ran out: nothing it started is still running or waiting to start
-        if not any(x.state in ("planned", "blocked", "sent", "running")
-                   for x in self.segs.values()):
+        n = self.n_state
+        if n["planned"] + n["blocked"] + n["sent"] + n["running"] == 0:
             joint = True
         return joint
 
@@ -315,7 +306,7 @@ class JointEmulationRun(EmulationRun):
                 if seg.state == "planned":
                     self._dispatch(sid)
             elif seg.state == "planned":
-                seg.state = "dropped"                   # re-planned below
+                self._move(seg, "dropped")              # re-planned below
             elif preemptive and seg.state in ("sent", "running") and seg.end > t + tol:
                 seg.cut = t
                 self.agents[seg.machine].send({"op": "task_stop", "id": 0, "seg": sid})
@@ -349,6 +340,7 @@ class JointEmulationRun(EmulationRun):
                        t + float(s.end[j]), bool(s.end[j] >= tc[q] - tol), self.cplan)
             sid = len(self.segs)
             self.segs[sid] = seg
+            self.n_state["planned"] += 1
             if seg.start >= self.hold_at - tol:
                 continue                  # re-planned at that event
             if seg.start <= t + tol:
@@ -356,6 +348,13 @@ class JointEmulationRun(EmulationRun):
             else:
                 self._timer(self.at_w(seg.start), "task_go", (sid, self.cplan))
         self.decision(event="compute_plan", seq=self.cplan, segments=int(len(s.task)))
+
+    def _move(self, seg: _Seg, state: str) -> None:
+        sending = ("sent", "running")
+        self.n_sending[seg.task] += (state in sending) - (seg.state in sending)
+        self.n_state[seg.state] -= 1
+        self.n_state[state] += 1
+        seg.state = state
 
     def _owe(self, seg: _Seg, ran: float) -> None:
         """A piece of a preemptive plan that ended early or late: the plan counts it as
@@ -372,17 +371,16 @@ class JointEmulationRun(EmulationRun):
         for p in a.stage_preds[a.task_stage[seg.task]]:
             if np.isnan(self.task_end[a.stage_tasks[p]]).any():
                 return False
-        return not any(x.task == seg.task and x.state in ("sent", "running")
-                       for x in self.segs.values())
+        return self.n_sending[seg.task] == 0
 
     def _dispatch(self, sid: int) -> None:
         seg = self.segs[sid]
         if not self._can_start(seg):
-            seg.state = "blocked"
+            self._move(seg, "blocked")
             self.blocked.append(sid)
             return
         a = self.driver.a
-        seg.state = "sent"
+        self._move(seg, "sent")
         msg = {"op": "task_run", "id": 0, "seg": sid, "demand": float(a.size[seg.task])}
         p = a.proc[seg.task, seg.machine]
         if self.driver.cpol.preemptive and not seg.last:
@@ -408,7 +406,7 @@ class JointEmulationRun(EmulationRun):
         waiting, self.blocked = self.blocked, []
         for sid in waiting:
             if self.segs[sid].state == "blocked":
-                self.segs[sid].state = "planned"
+                self._move(self.segs[sid], "planned")
                 self._dispatch(sid)
 
     def _open(self, ks, flows: dict) -> None:

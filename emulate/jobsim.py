@@ -68,9 +68,9 @@ import numpy as np
 
 from controller.compute import ComputePolicy, compute_policies
 from controller.compute.schedule import ComputeSchedule
-from controller.jobrun import JobDriver, KeepCores, job_times
+from controller.jobrun import JobDriver, KeepCores, job_times, residual_network
 from controller.jobs import JointWorkload
-from controller.model import Coflow, Flow, Job, Workload
+from controller.model import Coflow, Flow, Workload
 from controller.policies import PolicyError, available, get_policy
 from emulate.records import RunResult, Segments, atomic_write
 from emulate.sim import Simulator
@@ -197,22 +197,12 @@ class _Network:
         if not active:
             return done
         pos = {k: n for n, k in enumerate(active)}
-        coflows, local = [], []
+        left, local = {}, []
         for k in active:
-            c = jw.coflows[k]
             fl = [g for g in self.flows_of[k] if np.isnan(self.f_done[g]) and self.f_rem[g] > 0]
             local.extend(fl)
-            coflows.append(Coflow(c.id, tuple(Flow(self.f_src[g], self.f_dst[g],
-                                                   float(self.f_rem[g])) for g in fl),
-                                  release=c.release, weight=c.weight))
-        arcs = [(jw.coflows[a].id, jw.coflows[b].id) for a, b in self.arcs
-                if a in pos and b in pos]
-        jobs = []
-        for j in jw.network.jobs:
-            keep = tuple(c for c in j.coflows if jw.coflow_index[c] in pos)
-            if keep:
-                jobs.append(Job(j.id, keep, j.weight))
-        w = Workload(jw.fabric, tuple(coflows), tuple(arcs), tuple(jobs), name=jw.name)
+            left[k] = [(self.f_src[g], self.f_dst[g], self.f_rem[g]) for g in fl]
+        w = residual_network(jw, left, self.arcs)
         gated = [pos[k] for k in active if self.gated[k] and not self.opened[k]]
         sim = Simulator(w, KeepCores(self.make_policy()), segments=self.record, gated=gated)
         # resume: absolute time, cores of started flows, bytes each coflow has sent
