@@ -353,6 +353,200 @@ def _run(t, stop_time, order, pos, src, dst, coflow, size, core, cap, fair, back
             return t, _STOP_TIME, n_seg, n_running, events
 
 
+@numba.njit(cache=True)
+def _sort_pair_flows(pptr, pflow, key):
+    """Sort each pair's positions ``pflow[pptr[e]:pptr[e+1]]`` by ``key`` (stable)."""
+    for e in range(pptr.shape[0] - 1):
+        lo, hi = pptr[e], pptr[e + 1]
+        if hi - lo <= 32:
+            for a in range(lo + 1, hi):
+                v = pflow[a]
+                b = a
+                while b > lo and key[pflow[b - 1]] > key[v]:
+                    pflow[b] = pflow[b - 1]
+                    b -= 1
+                pflow[b] = v
+        else:
+            idx = np.argsort(key[pflow[lo:hi]], kind="mergesort")
+            pflow[lo:hi] = pflow[lo:hi][idx]
+
+
+@numba.njit(cache=True)
+def _run_fair(t, stop_time, order, src, dst, coflow, size, core, core_cap, rem, rate, done,
+              pinned, flow_completion, left, sent, coflow_completion, record, seg_start,
+              seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg, pairs):
+    """Max-min fair sharing without caps, by (core, src, dst) *pair*: every flow of a pair
+    meets the same two links, so all get the same max-min rate, and the progressive
+    filling runs over pairs weighted by their number of flows (O(pairs) per event, not
+    O(flows)). A pair's flows are kept sorted by remaining bytes: they finish in that
+    order, and only the pair's bytes sent per flow since the call (``served``) is
+    advanced at each event. Returns (t, reason, n_seg, inner_events); ``rem``, ``rate``
+    and ``sent`` are brought up to date on return.
+    """
+    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pairs
+    npairs = pin.shape[0]
+    nport2 = qlen.shape[0]
+    cores = core_cap.shape[0]
+    P = nport2 // 2 // cores
+    n = order.shape[0]
+    rem0 = np.empty(n)
+    for m in range(n):
+        rem0[m] = rem[order[m]]
+    _sort_pair_flows(pptr, pflow, rem0)
+    cnt = np.zeros(npairs, dtype=np.int64)
+    for e in range(npairs):
+        cnt[e] = pptr[e + 1] - pptr[e]
+    served = np.zeros(npairs)
+    x = np.zeros(npairs)
+    newx = np.zeros(npairs)
+    pcnt = np.zeros(nport2, dtype=np.int64)
+    used = np.zeros(nport2)
+    act = np.empty(nport2, dtype=np.int64)
+    lev = np.empty(nport2)
+    frozen = np.zeros(npairs, dtype=np.bool_)
+    seg_cap = seg_flow.shape[0]
+    events = 0
+    first = True
+    reason = _STOP_TIME
+    while True:
+        if record and n_seg + 2 * n + 1 > seg_cap:
+            reason = _SEG_FULL
+            break
+        # progressive filling over pairs
+        for p in range(nport2):
+            pcnt[p] = 0
+            used[p] = 0.0
+        live = 0
+        for e in range(npairs):
+            frozen[e] = cnt[e] == 0
+            newx[e] = 0.0
+            if cnt[e] > 0:
+                pcnt[pin[e]] += cnt[e]
+                pcnt[pout[e]] += cnt[e]
+                live += 1
+        # ports saturate in order of their level (capacity left / flows not frozen);
+        # a linear scan over the few ports beats a heap fed once per frozen pair
+        n_act = 0
+        for p in range(nport2):
+            if pcnt[p] > 0:
+                act[n_act] = p
+                n_act += 1
+                lev[p] = core_cap[(p % (nport2 // 2)) // P] / pcnt[p]
+        while live > 0 and n_act > 0:
+            best = 0
+            for u in range(1, n_act):
+                if lev[act[u]] < lev[act[best]]:
+                    best = u
+            p = act[best]
+            n_act -= 1
+            act[best] = act[n_act]
+            key = lev[p]
+            h = (p % (nport2 // 2)) // P
+            level = key if key > 0.0 else 0.0
+            for a in range(qptr[p], qptr[p + 1]):
+                e = qpair[a]
+                if frozen[e]:
+                    continue
+                frozen[e] = True
+                live -= 1
+                newx[e] = level
+                q = pout[e] if p == pin[e] else pin[e]
+                used[q] += cnt[e] * level
+                pcnt[q] -= cnt[e]
+                if pcnt[q] > 0:
+                    lev[q] = (core_cap[h] - used[q]) / pcnt[q]
+                else:
+                    lev[q] = np.inf  # nothing left on it: leaves the scan below
+            pcnt[p] = 0
+            u = 0
+            while u < n_act:
+                if pcnt[act[u]] == 0:
+                    n_act -= 1
+                    act[u] = act[n_act]
+                else:
+                    u += 1
+        # rate changes
+        for e in range(npairs):
+            if cnt[e] == 0:
+                continue
+            if first:
+                for a in range(phead[e], pptr[e + 1]):
+                    f = order[pflow[a]]
+                    if rate[f] != newx[e]:
+                        if rate[f] > 0.0:
+                            n_seg = emit(record, f, core[f], seg_start[f], t, rate[f],
+                                         seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg)
+                        seg_start[f] = t
+                    rate[f] = newx[e]
+                    if newx[e] > 0.0 and pinned[f] < 0:
+                        pinned[f] = core[f]
+            elif record and newx[e] != x[e]:
+                for a in range(phead[e], pptr[e + 1]):
+                    f = order[pflow[a]]
+                    if x[e] > 0.0:
+                        n_seg = emit(record, f, core[f], seg_start[f], t, x[e],
+                                     seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg)
+                    seg_start[f] = t
+            x[e] = newx[e]
+        first = False
+        # next event
+        dt = stop_time - t
+        for e in range(npairs):
+            if cnt[e] > 0 and x[e] > 0.0:
+                d = (rem0[pflow[phead[e]]] - served[e]) / x[e]
+                if d < dt:
+                    dt = d
+        if dt == np.inf:
+            reason = _STUCK
+            break
+        events += 1
+        t_new = stop_time if dt >= stop_time - t else t + dt
+        coflow_done = False
+        for e in range(npairs):
+            if cnt[e] == 0 or x[e] <= 0.0:
+                continue
+            served[e] += x[e] * dt
+            while cnt[e] > 0:
+                m = pflow[phead[e]]
+                f = order[m]
+                if rem0[m] - served[e] > EPS_BYTES + 1e-12 * size[f]:
+                    break
+                phead[e] += 1
+                cnt[e] -= 1
+                k = coflow[f]
+                sent[k] += rem[f]
+                rem[f] = 0.0
+                done[f] = True
+                flow_completion[f] = t_new
+                n_seg = emit(record, f, core[f], seg_start[f], t_new, x[e], seg_flow,
+                             seg_core, seg_t0, seg_t1, seg_rate, n_seg)
+                rate[f] = 0.0
+                left[k] -= 1
+                if left[k] == 0:
+                    coflow_completion[k] = t_new
+                    coflow_done = True
+        t = t_new
+        if coflow_done:
+            reason = _COFLOW_DONE
+            break
+        if t >= stop_time:
+            reason = _STOP_TIME
+            break
+    # bring rem, rate and sent of the flows still sending up to date
+    for e in range(npairs):
+        for a in range(phead[e], pptr[e + 1]):
+            f = order[pflow[a]]
+            r = rem0[pflow[a]] - served[e]
+            if r < 0.0:
+                r = 0.0
+            if served[e] > 0.0 and r == rem[f]:
+                r = np.nextafter(rem[f], 0.0)
+            sent[coflow[f]] += rem[f] - r
+            rem[f] = r
+            rate[f] = x[e]
+    return t, reason, n_seg, events
+
+
 class Simulator:
     """One simulation run: a workload, a policy and the evolving state.
 
@@ -518,6 +712,9 @@ class Simulator:
         if (plan.sharing == "priority" and not has_cap and self.incremental
                 and not plan.rates_fixed):
             reason = self._advance_matching(stop, order, pos, core, limit, has_limit)
+        elif (plan.sharing == "fair" and not has_cap and not has_limit and self.incremental
+              and not plan.rates_fixed):
+            reason = self._advance_fair(stop, order, core)
         else:
             reason = self._advance_scan(stop, order, pos, core, cap, plan, has_cap, limit,
                                         has_limit)
@@ -575,6 +772,26 @@ class Simulator:
                 self.flow_completion, self.left, self.sent, limit, has_limit,
                 self.coflow_completion, self.record, self.seg_start, *self._seg, self.n_seg,
                 pairs, owner, prev_running)
+            self.t = t
+            self.events += ev
+            if reason != _SEG_FULL:
+                return reason
+            self._grow_segments()
+
+    def _advance_fair(self, stop, order, core) -> int:
+        """Fair sharing without caps: progressive filling over (core, src, dst) pairs."""
+        a = self.arrays
+        nport = a.cores * a.ports
+        if self._pair_map is None:
+            self._pair_map = np.full(nport * a.ports, -1, dtype=np.int64)
+        while True:
+            live = order[~self.done[order]]
+            pairs = pair_lists(live, a.src, a.dst, core, a.ports, nport, self._pair_map)
+            t, reason, self.n_seg, ev = _run_fair(
+                self.t, stop, live, a.src, a.dst, a.coflow, a.size, core, self.core_cap,
+                self.rem, self.rate, self.done, self.pinned, self.flow_completion, self.left,
+                self.sent, self.coflow_completion, self.record, self.seg_start, *self._seg,
+                self.n_seg, pairs)
             self.t = t
             self.events += ev
             if reason != _SEG_FULL:
