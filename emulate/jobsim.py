@@ -9,7 +9,10 @@ non-preemptive; no LP, so a plain name stays cheap).
 
 How the loop works
 ------------------
-Both sides advance to the next *joint event*, the earliest of
+The compute half and the rules tying the halves are :class:`controller.jobrun.JobDriver`,
+shared with the emulation (``controller.joint_runtime``), which runs the same steps at the
+same events with tasks on real agents. Both sides advance to the next *joint event*, the
+earliest of
 
 * a job arriving (the release of its tasks);
 * a stage completing that some coflow waits for (its shuffle opens);
