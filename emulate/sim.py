@@ -401,74 +401,71 @@ def _run_fair(t, stop_time, order, src, dst, coflow, size, core, core_cap, rem, 
     newx = np.zeros(npairs)
     pcnt = np.zeros(nport2, dtype=np.int64)
     used = np.zeros(nport2)
-    act = np.empty(nport2, dtype=np.int64)
     lev = np.empty(nport2)
     frozen = np.zeros(npairs, dtype=np.bool_)
+    lp = np.arange(npairs)  # the pairs with flows left: lp[:n_lp]
+    n_lp = npairs
     seg_cap = seg_flow.shape[0]
     events = 0
     first = True
     reason = _STOP_TIME
+    # per pair: its first flow's bytes left at the call and finishing slack
+    hrem = np.empty(npairs)
+    hthr = np.empty(npairs)
+    for e in range(npairs):
+        m = pflow[phead[e]]
+        hrem[e] = rem0[m]
+        hthr[e] = EPS_BYTES + 1e-12 * size[order[m]]
+    # ports' flow counts of the pairs to fill (kept by the advance loop below)
+    for u in range(n_lp):
+        e = lp[u]
+        pcnt[pin[e]] += cnt[e]
+        pcnt[pout[e]] += cnt[e]
     while True:
         if record and n_seg + 2 * n + 1 > seg_cap:
             reason = _SEG_FULL
             break
-        # progressive filling over pairs
-        for p in range(nport2):
-            pcnt[p] = 0
-            used[p] = 0.0
-        live = 0
-        for e in range(npairs):
-            frozen[e] = cnt[e] == 0
-            newx[e] = 0.0
-            if cnt[e] > 0:
-                pcnt[pin[e]] += cnt[e]
-                pcnt[pout[e]] += cnt[e]
-                live += 1
-        # ports saturate in order of their level (capacity left / flows not frozen);
-        # a linear scan over the few ports beats a heap fed once per frozen pair
+        # progressive filling over pairs: ports saturate in order of their level
+        # (capacity left / flows not frozen); a scan over the few ports beats a heap
+        # fed once per frozen pair
         n_act = 0
         for p in range(nport2):
+            used[p] = 0.0
             if pcnt[p] > 0:
-                act[n_act] = p
                 n_act += 1
                 lev[p] = core_cap[(p % (nport2 // 2)) // P] / pcnt[p]
-        while live > 0 and n_act > 0:
-            best = 0
-            for u in range(1, n_act):
-                if lev[act[u]] < lev[act[best]]:
-                    best = u
-            p = act[best]
-            n_act -= 1
-            act[best] = act[n_act]
+            else:
+                lev[p] = np.inf
+        while n_act > 0:
+            p = 0
+            for q in range(1, nport2):
+                if lev[q] < lev[p]:
+                    p = q
             key = lev[p]
+            lev[p] = np.inf
+            n_act -= 1
             h = (p % (nport2 // 2)) // P
             level = key if key > 0.0 else 0.0
+            other = pout if p < nport2 // 2 else pin
             for a in range(qptr[p], qptr[p + 1]):
                 e = qpair[a]
-                if frozen[e]:
+                if frozen[e] or cnt[e] == 0:
                     continue
                 frozen[e] = True
-                live -= 1
                 newx[e] = level
-                q = pout[e] if p == pin[e] else pin[e]
+                q = other[e]
                 used[q] += cnt[e] * level
                 pcnt[q] -= cnt[e]
                 if pcnt[q] > 0:
                     lev[q] = (core_cap[h] - used[q]) / pcnt[q]
-                else:
-                    lev[q] = np.inf  # nothing left on it: leaves the scan below
-            pcnt[p] = 0
-            u = 0
-            while u < n_act:
-                if pcnt[act[u]] == 0:
+                elif lev[q] < np.inf:
+                    lev[q] = np.inf  # nothing left on it
                     n_act -= 1
-                    act[u] = act[n_act]
-                else:
-                    u += 1
-        # rate changes
-        for e in range(npairs):
-            if cnt[e] == 0:
-                continue
+            pcnt[p] = 0
+        # rate changes; next event
+        dt = stop_time - t
+        for u in range(n_lp):
+            e = lp[u]
             if first:
                 for a in range(phead[e], pptr[e + 1]):
                     f = order[pflow[a]]
@@ -488,43 +485,51 @@ def _run_fair(t, stop_time, order, src, dst, coflow, size, core, core_cap, rem, 
                                      seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg)
                     seg_start[f] = t
             x[e] = newx[e]
-        first = False
-        # next event
-        dt = stop_time - t
-        for e in range(npairs):
-            if cnt[e] > 0 and x[e] > 0.0:
-                d = (rem0[pflow[phead[e]]] - served[e]) / x[e]
+            if x[e] > 0.0:
+                d = (hrem[e] - served[e]) / x[e]
                 if d < dt:
                     dt = d
+        first = False
         if dt == np.inf:
             reason = _STUCK
             break
         events += 1
         t_new = stop_time if dt >= stop_time - t else t + dt
         coflow_done = False
-        for e in range(npairs):
-            if cnt[e] == 0 or x[e] <= 0.0:
-                continue
-            served[e] += x[e] * dt
-            while cnt[e] > 0:
-                m = pflow[phead[e]]
-                f = order[m]
-                if rem0[m] - served[e] > EPS_BYTES + 1e-12 * size[f]:
-                    break
-                phead[e] += 1
-                cnt[e] -= 1
-                k = coflow[f]
-                sent[k] += rem[f]
-                rem[f] = 0.0
-                done[f] = True
-                flow_completion[f] = t_new
-                n_seg = emit(record, f, core[f], seg_start[f], t_new, x[e], seg_flow,
-                             seg_core, seg_t0, seg_t1, seg_rate, n_seg)
-                rate[f] = 0.0
-                left[k] -= 1
-                if left[k] == 0:
-                    coflow_completion[k] = t_new
-                    coflow_done = True
+        k_lp = 0
+        for u in range(n_lp):
+            e = lp[u]
+            frozen[e] = False
+            if x[e] > 0.0:
+                served[e] += x[e] * dt
+                while hrem[e] - served[e] <= hthr[e]:
+                    m = pflow[phead[e]]
+                    f = order[m]
+                    phead[e] += 1
+                    cnt[e] -= 1
+                    k = coflow[f]
+                    sent[k] += rem[f]
+                    rem[f] = 0.0
+                    done[f] = True
+                    flow_completion[f] = t_new
+                    n_seg = emit(record, f, core[f], seg_start[f], t_new, x[e], seg_flow,
+                                 seg_core, seg_t0, seg_t1, seg_rate, n_seg)
+                    rate[f] = 0.0
+                    left[k] -= 1
+                    if left[k] == 0:
+                        coflow_completion[k] = t_new
+                        coflow_done = True
+                    if cnt[e] == 0:
+                        break
+                    m = pflow[phead[e]]
+                    hrem[e] = rem0[m]
+                    hthr[e] = EPS_BYTES + 1e-12 * size[order[m]]
+            if cnt[e] > 0:
+                lp[k_lp] = e
+                k_lp += 1
+                pcnt[pin[e]] += cnt[e]
+                pcnt[pout[e]] += cnt[e]
+        n_lp = k_lp
         t = t_new
         if coflow_done:
             reason = _COFLOW_DONE
