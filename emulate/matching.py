@@ -113,11 +113,12 @@ def byte_limit_dt(running, n_running, rate, coflow, byte_limit, sent, ctot, dt):
 
 
 @numba.njit(cache=True, inline="always")
-def _less(rem, moved):
-    """``rem - moved``, but below ``rem`` whenever ``moved > 0``: a flow that sent for a
-    moment has sent something, even when the difference is below ``rem``'s precision."""
+def _less(rem, moved, size):
+    """``rem - moved``; but a flow that has sent nothing (``rem == size``) and now sends
+    ``moved > 0`` bytes, fewer than ``rem``'s precision, ends one step below ``size``: it
+    has started (it is pinned to its core), so it must have sent something."""
     out = rem - moved
-    if moved > 0.0 and out == rem:
+    if moved > 0.0 and out == rem and rem == size:
         out = np.nextafter(rem, 0.0)
     return out
 
@@ -132,7 +133,7 @@ def advance_flow(f, dt, t_new, rem, size, sent, coflow, done, flow_completion, l
     moved = r * dt
     if moved > rem[f]:
         moved = rem[f]
-    rem[f] = _less(rem[f], moved)
+    rem[f] = _less(rem[f], moved, size[f])
     k = coflow[f]
     sent[k] += moved
     if rem[f] > EPS_BYTES + 1e-12 * size[f]:
@@ -395,7 +396,7 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
             if rem[f] - moved > EPS_BYTES + 1e-12 * size[f]:
                 # not finishing: what advance_flow does, without its call (whose array
                 # arguments cost atomic reference counts)
-                rem[f] = _less(rem[f], moved)
+                rem[f] = _less(rem[f], moved, size[f])
                 sent[k] += moved
                 if has_limit and byte_limit[k] < np.inf and sent[k] >= byte_limit[k] * (1 - 1e-12):
                     limit_hit = True

@@ -323,7 +323,7 @@ def _run(t, stop_time, order, pos, src, dst, coflow, size, core, cap, fair, back
             if rem[f] - moved > EPS_BYTES + 1e-12 * size[f]:
                 # not finishing: what advance_flow does, without its call (whose array
                 # arguments cost atomic reference counts)
-                rem[f] = _less(rem[f], moved)
+                rem[f] = _less(rem[f], moved, size[f])
                 sent[coflow[f]] += moved
                 continue
             n_seg, finished, cdone = advance_flow(
@@ -544,7 +544,7 @@ def _run_fair(t, stop_time, order, src, dst, coflow, size, core, core_cap, rem, 
             r = rem0[pflow[a]] - served[e]
             if r < 0.0:
                 r = 0.0
-            if served[e] > 0.0 and r == rem[f]:
+            if served[e] > 0.0 and r == rem[f] and r == size[f]:
                 r = np.nextafter(rem[f], 0.0)
             sent[coflow[f]] += rem[f] - r
             rem[f] = r
