@@ -2,10 +2,12 @@
 
 Prints, per policy, the wall time of a full simulation (1 core, 2^30 bit/s as in
 CoflowSim), the number of inner events and policy calls, and the mean CCT. As a baseline
-in the same run, the first ``--prefix`` coflows are simulated twice: with the incremental
-priority-greedy matching (``emulate/matching.py``, the default) and with the plain
-rescan of every eligible flow at every event (``incremental=False``); the ratio is what
-the incremental repair buys.
+in the same run, the first ``--prefix`` coflows are simulated twice under ``fifo`` and
+twice under ``fair``: with the incremental engines (the default: the priority-greedy
+matching repaired over (src, dst) pairs, ``emulate/matching.py``; max-min fair sharing
+filled over pairs, ``emulate.sim._run_fair``) and with the plain rescan of every eligible
+flow at every event (``incremental=False``); the ratios are what the incremental engines
+buy.
 
 Usage: ``python benchmarks/sim_fb2010.py [--trace PATH] [--policies a,b] [--prefix N]``
 """
@@ -40,14 +42,17 @@ def main() -> None:
     simulate(read_fb_trace(args.trace, limit=3), get_policy("fifo"))  # numba warm-up
 
     small = read_fb_trace(args.trace, limit=args.prefix)
-    times = {}
-    for incremental in (True, False):
-        t = time.perf_counter()
-        r = Simulator(small, get_policy("fifo"), incremental=incremental).run()
-        times[incremental] = time.perf_counter() - t
-    print(f"\nfirst {args.prefix} coflows ({small.arrays.n_flows} flows), fifo: incremental "
-          f"matching {times[True]:.2f} s, rescan {times[False]:.2f} s, "
-          f"speed-up x{times[False] / times[True]:.1f}")
+    simulate(read_fb_trace(args.trace, limit=3), get_policy("fair"))  # numba warm-up
+    print()
+    for name, what in (("fifo", "matching"), ("fair", "fair sharing by pairs")):
+        times = {}
+        for incremental in (True, False):
+            t = time.perf_counter()
+            Simulator(small, get_policy(name), incremental=incremental).run()
+            times[incremental] = time.perf_counter() - t
+        print(f"first {args.prefix} coflows ({small.arrays.n_flows} flows), {name}: "
+              f"incremental {what} {times[True]:.2f} s, rescan {times[False]:.2f} s, "
+              f"speed-up x{times[False] / times[True]:.1f}")
 
     print(f"\n{'policy':<12}{'wall s':>9}{'events':>10}{'plans':>7}{'mean CCT s':>12}")
     for name in args.policies.split(","):
