@@ -284,7 +284,7 @@ class EmulationRun:
             self.released[a.release <= 0] = True
             self._make_ready_quiet()
             st = self.state("start")
-            copy.deepcopy(self.policy).plan(st)
+            copy.deepcopy(self.policy).plan(st).validate(st)   # (validate compiles too)
         except Exception as e:  # noqa: BLE001 - the real call will report it
             log.warning("policy warm-up failed: %s", e)
         finally:
