@@ -82,7 +82,9 @@ def verify(w: ComputeWorkload, sched, *, preemptive=True, migration=True, pinned
         for s in segs:
             if s["machine"] == m:
                 size = tasks[s["task"]].size[0]
-                ev.append((s["end"], 0, -size))
+                # (floating point: a task that ends within tol of another's start,
+                # e.g. at 6.000000000000001 against 6.0 after re-plans, ends first)
+                ev.append((s["end"] - tol, 0, -size))
                 ev.append((s["start"], 1, size))
         ev.sort(key=lambda e: (e[0], e[1]))
         h = 0.0
