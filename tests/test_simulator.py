@@ -321,17 +321,6 @@ def test_state_given_to_every_registered_policy_is_consistent_on_the_rescan_path
         assert not w.fabric.identical
 
 
-@settings(max_examples=200, **SETTINGS)
-@given(w=workloads(ports=(2, 3), coflows=(2, 12)), rule=st.sampled_from(["balanced", "ecmp"]))
-def test_fair_sharing_over_pairs_equals_the_per_flow_rescan(w, rule):
-    # few ports and many coflows: (core, src, dst) pairs hold several flows, which the
-    # incremental path fills as one (emulate.sim._run_fair) and the rescan flow by flow
-    same_run(w, lambda: get_policy("fair", cores=rule))
-    quiet = Simulator(w, get_policy("fair", cores=rule)).run()  # no segments recorded
-    ref = Simulator(w, get_policy("fair", cores=rule), incremental=False).run()
-    assert close(quiet.flow_completion, ref.flow_completion)
-
-
 @settings(max_examples=300, **SETTINGS)
 @example(w=BUG2, name="fifo")
 @given(w=workloads(), name=st.sampled_from(REGISTERED))
