@@ -16,7 +16,10 @@ truth comes from:
   predecessor stages of its task have *really* completed and no other segment of the task
   is still running (a late report never lets precedence or "one machine at a time"
   break). At a joint event a preemptive policy's running segments are stopped (the new
-  plan continues the tasks), a non-preemptive policy's run to their end;
+  plan continues the tasks), a non-preemptive policy's run to their end. A piece of a
+  preemptive plan ends at its planned end even if it started late, and what it missed
+  (or overran) is added to (taken from) the task's later pieces, so no lag builds up
+  along a machine and every task still gets its whole work;
 * **a stage completes when the agents report its last task done**, and only then are
   the coflows it produces opened: a shuffle's flows are made from the machines the
   producers ran on (:meth:`JobDriver.shuffle_flows`) and appended to the run's flows;
