@@ -180,8 +180,8 @@ def verify_joint(w: JointWorkload, doc: dict, segs: list[dict], *, preemptive: b
             f"coflow {c.id} released at {reported[c.id]['release']}, its stages done at " \
             f"{c.release}"
     if measured:
-        sent = {(d["coflow"], d["src"], d["dst"]) for d in fsegs}
-        assert sent == {(r.cid, r.src, r.dst) for r in refs}, "flows without segments"
+        # (every segment belongs to a realized flow: checked above; a flow that ends
+        # between two counter readings may have no measured segment of its own)
         cof_done = {c.id: float(reported[c.id]["completion"]) for c in realized.coflows}
         for c in realized.coflows:   # bytes go only after the coflow is opened
             first = min([d["start"] for d in fsegs if d["coflow"] == c.id], default=np.inf)
