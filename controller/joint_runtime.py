@@ -308,8 +308,8 @@ class JointEmulationRun(EmulationRun):
                     seg.end, seg.last = t, False        # its part before the cut
                 if seg.state == "planned":
                     self._dispatch(sid)
-            elif seg.state == "planned":
-                self._move(seg, "dropped")              # re-planned below
+            elif seg.state in ("planned", "blocked"):
+                self._move(seg, "dropped")              # not committed: re-planned below
             elif preemptive and seg.state in ("sent", "running") and seg.end > t + tol:
                 seg.cut = t
                 self.agents[seg.machine].send({"op": "task_stop", "id": 0, "seg": sid})
