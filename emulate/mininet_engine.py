@@ -395,9 +395,8 @@ class MininetRun:
             np.array(x) for x in j["tasks"]), self.policy_name)
         s = out["segments"]
         segs = (s["flow"], s["core"], s["start"], s["end"], s["rate_bps"])
-        stage = np.array([np.nan if x is None else x for x in j["stage_completion"]], float)
-        cc = np.array([np.nan if x is None else x for x in out["coflow_completion"]], float)
-        fc = np.array([np.nan if x is None else x for x in out["flow_completion"]], float)
+        stage, cc, fc = (_floats(x) for x in (j["stage_completion"],
+                                              out["coflow_completion"], out["flow_completion"]))
         extra = {k: j[k] for k in ("replans", "placement_probes", "network_restarts",
                                    "joint_events")}
         extra["emulation"] = self._extra(out)
@@ -406,8 +405,7 @@ class MininetRun:
                             events=out.get("applies", 0), extra=extra)
 
     def _record_network(self, out: dict, wall: float) -> RunResult:
-        fc = np.array([np.nan if x is None else x for x in out["flow_completion"]], float)
-        cc = np.array([np.nan if x is None else x for x in out["coflow_completion"]], float)
+        fc, cc = _floats(out["flow_completion"]), _floats(out["coflow_completion"])
         s = out["segments"]
         segs = Segments(np.array(s["flow"], dtype=np.int64), np.array(s["core"], np.int64),
                         np.array(s["start"], float), np.array(s["end"], float),
@@ -416,6 +414,11 @@ class MininetRun:
         return RunResult(workload=self.workload, policy=self.policy_name, engine="mininet",
                          flow_completion=fc, coflow_completion=cc, segments=segs,
                          wall_seconds=wall, events=out.get("applies", 0), extra=extra)
+
+
+def _floats(values) -> np.ndarray:
+    """A JSON list of times (null = never) as a float array (nan = never)."""
+    return np.array([np.nan if x is None else x for x in values], dtype=float)
 
 
 def port_bytes(n_hosts: int, n_cores: int) -> np.ndarray:
