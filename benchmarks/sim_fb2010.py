@@ -2,12 +2,12 @@
 
 Prints, per policy, the wall time of a full simulation (1 core, 2^30 bit/s as in
 CoflowSim), the number of inner events and policy calls, and the mean CCT. As a baseline
-in the same run, the first ``--prefix`` coflows are simulated twice under ``fifo`` and
-twice under ``fair``: with the incremental engines (the default: the priority-greedy
+in the same run, the first ``--prefix`` coflows are simulated twice under ``fifo``,
+``fair`` and ``sebf``: with the incremental engines (the default: the priority-greedy
 matching repaired over (src, dst) pairs, ``emulate/matching.py``; max-min fair sharing
-filled over pairs, ``emulate.sim._run_fair``) and with the plain rescan of every eligible
-flow at every event (``incremental=False``); the ratios are what the incremental engines
-buy.
+filled over pairs, ``emulate.sim._run_fair``; rate-capped priority with its backfill
+repaired, ``emulate/capped.py``) and with the plain rescan of every eligible flow at every
+event (``incremental=False``); the ratios are what the incremental engines buy.
 
 Usage: ``python benchmarks/sim_fb2010.py [--trace PATH] [--policies a,b] [--prefix N]``
 """
@@ -42,9 +42,11 @@ def main() -> None:
     simulate(read_fb_trace(args.trace, limit=3), get_policy("fifo"))  # numba warm-up
 
     small = read_fb_trace(args.trace, limit=args.prefix)
-    simulate(read_fb_trace(args.trace, limit=3), get_policy("fair"))  # numba warm-up
+    for name in ("fair", "sebf"):
+        simulate(read_fb_trace(args.trace, limit=3), get_policy(name))  # numba warm-up
     print()
-    for name, what in (("fifo", "matching"), ("fair", "fair sharing by pairs")):
+    for name, what in (("fifo", "matching"), ("fair", "fair sharing by pairs"),
+                       ("sebf", "capped backfill")):
         times = {}
         for incremental in (True, False):
             t = time.perf_counter()

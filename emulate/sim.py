@@ -40,6 +40,7 @@ import numpy as np
 from controller.model import Workload
 from controller.plan import Plan, PlanError, State
 from controller.policies.base import Policy
+from emulate.capped import first_pass, run_capped
 from emulate.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_DONE,
                               EPS_BYTES, SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
                               STUCK as _STUCK, _less, advance_flow, byte_limit_dt, emit,
@@ -720,6 +721,9 @@ class Simulator:
         elif (plan.sharing == "fair" and not has_cap and not has_limit and self.incremental
               and not plan.rates_fixed):
             reason = self._advance_fair(stop, order, core)
+        elif (plan.sharing == "priority" and not has_limit and self.incremental
+              and not plan.rates_fixed and self._caps_fit(order, core, cap)):
+            reason = self._advance_capped(stop, order, core, cap, plan.backfill)
         else:
             reason = self._advance_scan(stop, order, pos, core, cap, plan, has_cap, limit,
                                         has_limit)
@@ -797,6 +801,32 @@ class Simulator:
                 self.rem, self.rate, self.done, self.pinned, self.flow_completion, self.left,
                 self.sent, self.coflow_completion, self.record, self.seg_start, *self._seg,
                 self.n_seg, pairs)
+            self.t = t
+            self.events += ev
+            if reason != _SEG_FULL:
+                return reason
+            self._grow_segments()
+
+    def _caps_fit(self, order, core, cap) -> bool:
+        """Whether the plan's caps fit the links (see emulate.capped)."""
+        a = self.arrays
+        return bool(first_pass(order, a.src, a.dst, core, cap, self.core_cap, a.ports)[2])
+
+    def _advance_capped(self, stop, order, core, cap, backfill) -> int:
+        """Priority with caps that fit: the first pass fixed, the backfill repaired."""
+        a = self.arrays
+        nport = a.cores * a.ports
+        if self._pair_map is None:
+            self._pair_map = np.full(nport * a.ports, -1, dtype=np.int64)
+        while True:
+            live = order[~self.done[order]]
+            c, R, _ = first_pass(live, a.src, a.dst, core, cap, self.core_cap, a.ports)
+            pairs = pair_lists(live, a.src, a.dst, core, a.ports, nport, self._pair_map)
+            t, reason, self.n_seg, ev = run_capped(
+                self.t, stop, live, a.src, a.dst, a.coflow, a.size, core, c, R, backfill,
+                self.core_cap, self.rem, self.rate, self.done, self.pinned,
+                self.flow_completion, self.left, self.sent, self.coflow_completion,
+                self.record, self.seg_start, *self._seg, self.n_seg, pairs)
             self.t = t
             self.events += ev
             if reason != _SEG_FULL:

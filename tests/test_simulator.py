@@ -14,6 +14,7 @@ Times: ``rate_bps = 8`` makes one byte take one second at full rate.
 from __future__ import annotations
 
 import inspect
+import multiprocessing
 from fractions import Fraction
 
 import numpy as np
@@ -302,6 +303,101 @@ def test_fair_sharing_over_pairs_equals_the_per_flow_rescan(w, rule):
     quiet = Simulator(w, get_policy("fair", cores=rule)).run()  # no segments recorded
     ref = Simulator(w, get_policy("fair", cores=rule), incremental=False).run()
     assert close(quiet.flow_completion, ref.flow_completion)
+
+
+# capped priority (emulate/capped.py): sebf and weaver give MADD rate caps that fit the
+# links; the incremental engine keeps their first pass and repairs their backfill
+CAPPED = ["sebf", "weaver"]
+
+
+def count_capped_runs(monkeypatch):
+    """Counts the calls of the incremental capped engine (emulate.capped.run_capped)."""
+    import emulate.sim as sim
+    calls = []
+    inner = sim.run_capped
+
+    def spy(*args):
+        calls.append(1)
+        return inner(*args)
+
+    monkeypatch.setattr(sim, "run_capped", spy)
+    return calls
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(w=workloads(ports=(2, 4), coflows=(2, 10), max_flows=5), name=st.sampled_from(CAPPED))
+def test_capped_priority_equals_the_rescan_for_sebf_and_weaver(w, name):
+    # few ports and many coflows: pairs hold several flows, ports several backfills
+    same_run(w, lambda: get_policy(name))
+    quiet = Simulator(w, get_policy(name)).run()  # no segments recorded
+    ref = Simulator(w, get_policy(name), incremental=False).run()
+    assert close(quiet.flow_completion, ref.flow_completion)
+
+
+def test_sebf_runs_on_the_capped_engine(monkeypatch):
+    calls = count_capped_runs(monkeypatch)
+    w = Workload(Fabric(ports=3, cores=1, rate_bps=R), (
+        Coflow("a", (Flow(0, 1, 4.0), Flow(0, 2, 2.0))),
+        Coflow("b", (Flow(1, 2, 3.0), Flow(2, 1, 1.0))),
+        Coflow("c", (Flow(0, 2, 5.0),), release=1.0)))
+    r = simulate(w, get_policy("sebf"), segments=True)
+    verify(w, r)
+    assert calls, "sebf's caps fit the links: the capped engine must run"
+    ref = Simulator(w, get_policy("sebf"), incremental=False).run()
+    assert close(r.flow_completion, ref.flow_completion)
+
+
+class OverCapped(Policy):
+    """Flows in index order on core 0, each capped at twice the link rate: the second
+    flow on a port is held below its cap by the first, so the caps do not fit."""
+
+    name = "test-over-capped"
+
+    def plan(self, state):
+        n = state.arrays.n_flows
+        return Plan(core=np.zeros(n, dtype=np.int64), rank=np.arange(n, dtype=np.float64),
+                    rate_cap=np.full(n, 2 * R), sharing="priority", backfill=True)
+
+
+def test_caps_that_do_not_fit_the_links_are_left_to_the_rescan(monkeypatch):
+    calls = count_capped_runs(monkeypatch)
+    w = Workload(Fabric(ports=2, cores=1, rate_bps=R), (
+        Coflow("a", (Flow(0, 0, 2.0), Flow(0, 1, 1.0))),))
+    r = simulate(w, OverCapped(), segments=True)
+    verify(w, r)
+    assert not calls
+    # port 0 sends the first flow at the link rate (1 byte/s), then the second
+    assert r.flow_completion.tolist() == [2.0, 3.0]
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(w=workloads(ports=(2, 4), coflows=(2, 8), max_flows=5, heterogeneous=False))
+def test_capped_engine_finishes_flows_whose_rest_is_below_a_clock_tick(w):
+    # at t ~ 1e12 s a clock tick (2^-13 s) moves 1e-4 bytes at these rates, above the
+    # engine's finishing tolerance: a flow whose rest is smaller must still finish (it
+    # once stalled the engine with time standing still)
+    shift = 1e12
+    late = Workload(w.fabric, tuple(
+        Coflow(c.id, c.flows, release=c.release + shift, weight=c.weight) for c in w.coflows),
+        w.precedence)
+    got = in_child(lambda: Simulator(late, get_policy("sebf")).run().coflow_completion, 60)
+    ref = Simulator(w, get_policy("sebf"), incremental=False).run()
+    assert np.allclose(got - shift, ref.coflow_completion, rtol=0, atol=1e-2)
+
+
+def in_child(fn, seconds):
+    """``fn()`` run in a forked child; fails the test if it takes over ``seconds`` (a
+    compiled loop that never returns cannot be interrupted in this process)."""
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=lambda: send.send(fn()))
+    child.start()
+    ready = recv.poll(seconds)
+    if not ready:
+        child.kill()
+    child.join()
+    assert ready, f"the simulation did not finish in {seconds} s (stalled)"
+    return recv.recv()
 
 
 @settings(max_examples=300, **SETTINGS)

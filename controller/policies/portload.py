@@ -193,6 +193,27 @@ class FlowIndex:
         return _dense(flows, bounds, a.src, a.dst, np.asarray(load, dtype=np.float64), a.ports)
 
 
+#: bottlenecks this close (relative) are a tie, broken by coflow index: remaining bytes
+#: reach the policy through different roundings in the two engines (one long step, or
+#: several short ones), and a tie in exact arithmetic must not be decided by the last bit
+TIE_REL = 1e-9
+
+
+def tie_groups(values: np.ndarray, rel: float = TIE_REL) -> np.ndarray:
+    """A sort key for ``values`` in which values within ``rel`` of the next smaller one
+    are equal (a chain of near-ties is one group)."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    key = np.zeros(v.shape, dtype=np.int64)
+    if v.size < 2:
+        return key.reshape(np.shape(values))
+    o = np.argsort(v, kind="stable")
+    s = v[o]
+    new = np.zeros(v.shape, dtype=np.int64)
+    new[1:] = s[1:] - s[:-1] > rel * np.abs(s[1:])
+    key[o] = np.cumsum(new)
+    return key.reshape(np.shape(values))
+
+
 def index_for(policy, arrays) -> FlowIndex:
     """The policy's cached :class:`FlowIndex` for ``arrays`` (built on first use)."""
     idx = getattr(policy, "_flow_index", None)

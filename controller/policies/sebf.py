@@ -6,9 +6,9 @@ reports (a coflow becomes ready, a coflow completes):
 
 1. **SEBF ordering.** Every ready coflow's effective bottleneck on the *remaining* bytes,
    ``Γ_k = max over ports p of (bytes of k still to cross p) / capacity of p``, computed on
-   the whole fabric as if the coflow were alone; smallest ``Γ`` first (ties by coflow
-   index). With ``m`` parallel cores a server's port is its ``m`` links together, of
-   capacity ``sum of the core rates``.
+   the whole fabric as if the coflow were alone; smallest ``Γ`` first (ties, within a
+   relative ``1e-9``, by coflow index). With ``m`` parallel cores a server's port is its
+   ``m`` links together, of capacity ``sum of the core rates``.
 2. **Cores** (parallel networks only). Flows take cores in that order by the least-loaded
    rule of :mod:`controller.cores` (input plus output load of the core, in time); started
    flows stay where they are.
@@ -38,7 +38,8 @@ import numpy as np
 
 from controller.plan import Plan, State
 from controller.policies.base import Policy, register
-from controller.policies.portload import FlowIndex, index_for, madd_caps, ordered_plan
+from controller.policies.portload import (FlowIndex, index_for, madd_caps, ordered_plan,
+                                         tie_groups)
 
 
 def effective_bottleneck(state: State, coflows: np.ndarray, index=None) -> np.ndarray:
@@ -63,7 +64,7 @@ class Sebf(Policy):
         idx = index_for(self, a)
         active = state.active_coflows
         gamma = effective_bottleneck(state, active, idx)
-        order = active[np.lexsort((active, gamma))]
+        order = active[np.lexsort((active, tie_groups(gamma)))]
         plan, flows, bounds = ordered_plan(state, idx, order, backfill=True)
         group = np.repeat(np.arange(len(order)), np.diff(bounds))
         plan.rate_cap = madd_caps(a, flows, group, plan.core, state.remaining, rates)

@@ -42,7 +42,7 @@ import numpy as np
 
 from controller.plan import Plan, State
 from controller.policies.base import Policy, register
-from controller.policies.portload import index_for, madd_caps
+from controller.policies.portload import index_for, madd_caps, tie_groups
 
 
 @numba.njit(cache=True)
@@ -174,7 +174,7 @@ class Weaver(Policy):
         present = np.bincount(g_of * m + core[flows], minlength=len(active) * m) > 0
         subs = np.flatnonzero(present)
         sg, sh = subs // m, subs % m
-        order = np.lexsort((sh, active[sg], gamma[sg, sh]))
+        order = np.lexsort((sh, active[sg], tie_groups(gamma[sg, sh])))
         sg, sh = sg[order], sh[order]
         out = np.empty(len(flows), dtype=np.int64)
         sizes = np.empty(len(sg), dtype=np.int64)
