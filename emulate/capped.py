@@ -43,7 +43,7 @@ import numba
 import numpy as np
 
 from emulate.matching import (COFLOW_DONE, EPS_BYTES, SEG_FULL, STOP_TIME, STUCK, _requeue,
-                              advance_flow, emit, heap_pop, heap_push)
+                              advance_flow, heap_insert, heap_pop, heap_push, set_rate)
 
 #: a first-pass rate this much below its cap means the caps do not fit the links
 CAP_SLACK = 1e-9
@@ -139,22 +139,6 @@ def _put(x, k, e, amt, akey, apair, aamt, alen):
     alen[x] = n + 1
 
 
-@numba.njit(cache=True, inline="always")
-def _push(tk, tp, ti, nt, key, x, e):
-    """Push a task on the task heap (the caller made room: see :func:`_room`)."""
-    c = nt
-    tk[c], tp[c], ti[c] = key, x, e
-    while c > 0:
-        p = (c - 1) // 2
-        if tk[p] <= tk[c]:
-            break
-        tk[p], tk[c] = tk[c], tk[p]
-        tp[p], tp[c] = tp[c], tp[p]
-        ti[p], ti[c] = ti[c], ti[p]
-        c = p
-    return nt + 1
-
-
 @numba.njit(cache=True)
 def _room(tk, tp, ti, need):
     """The task heap grown to hold ``need`` tasks. The helpers below push without
@@ -208,10 +192,10 @@ def _after(x, k, up, full, akey, apair, alen, tk, tp, ti, nt):
     has more left than before and used to fill, walk its pairs from where it filled."""
     for i in range(alen[x]):
         if akey[x, i] > k:
-            nt = _push(tk, tp, ti, nt, akey[x, i], -1, apair[x, i])
+            nt = heap_insert(tk, tp, ti, nt, akey[x, i], -1, apair[x, i])
     if up and full < NEVER:
         start = k if k > full else full
-        nt = _push(tk, tp, ti, nt, start + 1, x, 0)
+        nt = heap_insert(tk, tp, ti, nt, start + 1, x, 0)
     return nt
 
 
@@ -241,7 +225,7 @@ def _sweep(R, tiny_of, a, akey, apair, aamt, alen, fullk, pptr, pflow, phead, pi
                 if fullk[x] < k:
                     break  # the port is full before k
                 if nt > 0 and tk[0] < k:
-                    nt = _push(tk, tp, ti, nt, k, x, 0)
+                    nt = heap_insert(tk, tp, ti, nt, k, x, 0)
                     break
                 if nt + room > tk.shape[0]:
                     tk, tp, ti = _room(tk, tp, ti, nt + room)
@@ -290,8 +274,11 @@ def _free(m, c, R, tiny_of, a, akey, apair, aamt, alen, fullk, order, done, pair
           ti, nt):
     """Flow ``f`` (position ``m``) has finished: its cap returns to its ports; if it
     headed its pair, the pair's backfill is released and its next unfinished flow (to be
-    checked) heads it now. Queues what may change (the task heap has room for
-    :func:`_sweep`'s ``2 * room + 1`` tasks)."""
+    checked) heads it now. Queues what may change (growing the task heap first if it
+    might not hold it)."""
+    room = 4 * akey.shape[1] + 5
+    if nt + room > tk.shape[0]:
+        tk, tp, ti = _room(tk, tp, ti, nt + room)
     e = pair[m]
     if pflow[phead[e]] == m:
         while phead[e] < pptr[e + 1] and done[order[pflow[phead[e]]]]:
@@ -304,7 +291,7 @@ def _free(m, c, R, tiny_of, a, akey, apair, aamt, alen, fullk, order, done, pair
                 e, m, 0.0, R, tiny_of, a, akey, apair, aamt, alen, fullk, pin, pout, tmark, touched,
                 n_touched, tk, tp, ti, nt)
         if nxt >= 0:
-            nt = _push(tk, tp, ti, nt, nxt, -1, e)
+            nt = heap_insert(tk, tp, ti, nt, nxt, -1, e)
             if not tmark[e]:
                 tmark[e] = True
                 touched[n_touched] = e
@@ -315,7 +302,7 @@ def _free(m, c, R, tiny_of, a, akey, apair, aamt, alen, fullk, order, done, pair
             R[x] += c[m]
             fullk[x] = _full_at(x, R, akey, aamt, alen, tiny_of[x])
             nt = _after(x, -1, True, full, akey, apair, alen, tk, tp, ti, nt)
-    return n_touched, nt
+    return n_touched, tk, tp, ti, nt
 
 
 @numba.njit(cache=True)
@@ -350,10 +337,9 @@ def run_capped(t, stop_time, order, src, dst, coflow, size, core, c, R, do_backf
     tmark = np.zeros(npairs, dtype=np.bool_)
     touched = np.empty(npairs, dtype=np.int64)
     n_touched = 0
-    room = 4 * width + 9  # what freeing a flow may queue (see _free)
-    tk = np.empty(2 * nport + room, dtype=np.int64)  # backfill tasks
-    tp = np.empty(2 * nport + room, dtype=np.int64)
-    ti = np.empty(2 * nport + room, dtype=np.int64)
+    tk = np.empty(2 * nport + 4 * width, dtype=np.int64)  # backfill tasks
+    tp = np.empty(2 * nport + 4 * width, dtype=np.int64)
+    ti = np.empty(2 * nport + 4 * width, dtype=np.int64)
     nt = 0
     # rates: ``rem[order[m]]`` is the remaining at ``tl[m]``; due times on a heap
     tl = np.full(n, t)
@@ -372,7 +358,7 @@ def run_capped(t, stop_time, order, src, dst, coflow, size, core, c, R, do_backf
     if do_backfill:
         for x in range(2 * nport):
             if qlen[x] > 0 and R[x] > tiny_of[x]:
-                nt = _push(tk, tp, ti, nt, qkey[qptr[x]], x, 0)
+                nt = heap_insert(tk, tp, ti, nt, qkey[qptr[x]], x, 0)
         n_touched, tk, tp, ti, nt = _sweep(
             R, tiny_of, a, akey, apair, aamt, alen, fullk, pptr, pflow, phead, pin, pout, qptr,
             qpair, qkey, qlen, tmark, touched, n_touched, tk, tp, ti, nt)
@@ -384,11 +370,8 @@ def run_capped(t, stop_time, order, src, dst, coflow, size, core, c, R, do_backf
         e = pair[m]
         r = c[m] + (a[e] if pflow[phead[e]] == m else 0.0)
         if r != rate[f]:
-            if rate[f] > 0.0:
-                n_seg = emit(record, f, core[f], seg_start[f], t, rate[f], seg_flow,
-                             seg_core, seg_t0, seg_t1, seg_rate, n_seg)
-            seg_start[f] = t
-            rate[f] = r
+            n_seg = set_rate(f, r, t, rate, core, seg_start, record, seg_flow, seg_core,
+                             seg_t0, seg_t1, seg_rate, n_seg)
         if r > 0.0:
             if pinned[f] < 0:
                 pinned[f] = core[f]
@@ -446,9 +429,7 @@ def run_capped(t, stop_time, order, src, dst, coflow, size, core, c, R, do_backf
                 freed = True
                 coflow_done = coflow_done or cd
                 if do_backfill:
-                    if nt + room > tk.shape[0]:
-                        tk, tp, ti = _room(tk, tp, ti, nt + room)
-                    n_touched, nt = _free(
+                    n_touched, tk, tp, ti, nt = _free(
                         m, c, R, tiny_of, a, akey, apair, aamt, alen, fullk, order, done, pair,
                         pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, tmark, touched,
                         n_touched, tk, tp, ti, nt)
@@ -487,18 +468,13 @@ def run_capped(t, stop_time, order, src, dst, coflow, size, core, c, R, do_backf
                     n_live -= 1
                     freed = True
                     coflow_done = coflow_done or cd
-                    if nt + room > tk.shape[0]:
-                        tk, tp, ti = _room(tk, tp, ti, nt + room)
-                    n_touched, nt = _free(
+                    n_touched, tk, tp, ti, nt = _free(
                         m, c, R, tiny_of, a, akey, apair, aamt, alen, fullk, order, done, pair,
                         pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, tmark, touched,
                         n_touched, tk, tp, ti, nt)
                     continue
-                if rate[f] > 0.0:
-                    n_seg = emit(record, f, core[f], seg_start[f], t, rate[f], seg_flow,
-                                 seg_core, seg_t0, seg_t1, seg_rate, n_seg)
-                seg_start[f] = t
-                rate[f] = r
+                n_seg = set_rate(f, r, t, rate, core, seg_start, record, seg_flow, seg_core,
+                                 seg_t0, seg_t1, seg_rate, n_seg)
                 ver[m] += 1
                 if r > 0.0:
                     if pinned[f] < 0:

@@ -34,6 +34,13 @@ def heap_push(hk, hp, hi, n, key, port, idx):
         npp[:n] = hp
         ni[:n] = hi
         hk, hp, hi = nk, npp, ni
+    return hk, hp, hi, heap_insert(hk, hp, hi, n, key, port, idx)
+
+
+@numba.njit(cache=True, inline="always")
+def heap_insert(hk, hp, hi, n, key, port, idx):
+    """Push on a heap with room for it (no arrays returned: a caller in a hot loop saves
+    their reference counts); returns the new size."""
     c = n
     hk[c], hp[c], hi[c] = key, port, idx
     while c > 0:
@@ -44,7 +51,20 @@ def heap_push(hk, hp, hi, n, key, port, idx):
         hp[p], hp[c] = hp[c], hp[p]
         hi[p], hi[c] = hi[c], hi[p]
         c = p
-    return hk, hp, hi, n + 1
+    return n + 1
+
+
+@numba.njit(cache=True, inline="always")
+def set_rate(f, r, t, rate, core, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
+             seg_rate, n_seg):
+    """Flow ``f`` sends at ``r`` from ``t``: close its segment at the old rate if it was
+    sending. Returns n_seg."""
+    if rate[f] > 0.0:
+        n_seg = emit(record, f, core[f], seg_start[f], t, rate[f], seg_flow, seg_core,
+                     seg_t0, seg_t1, seg_rate, n_seg)
+    seg_start[f] = t
+    rate[f] = r
+    return n_seg
 
 
 @numba.njit(cache=True, inline="always")

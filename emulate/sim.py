@@ -44,7 +44,7 @@ from emulate.capped import first_pass, run_capped
 from emulate.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_DONE,
                               EPS_BYTES, SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
                               STUCK as _STUCK, _less, advance_flow, byte_limit_dt, emit,
-                              heap_pop, heap_push, pair_lists, run_matching)
+                              heap_pop, heap_push, pair_lists, run_matching, set_rate)
 from emulate.records import RunResult, Segments
 
 
@@ -288,11 +288,8 @@ def _run(t, stop_time, order, pos, src, dst, coflow, size, core, cap, fair, back
             f = order[n]
             r = newr[n]
             if r != rate[f]:
-                if rate[f] > 0.0:
-                    n_seg = emit(record, f, core[f], seg_start[f], t, rate[f], seg_flow,
-                                  seg_core, seg_t0, seg_t1, seg_rate, n_seg)
-                seg_start[f] = t
-                rate[f] = r
+                n_seg = set_rate(f, r, t, rate, core, seg_start, record, seg_flow, seg_core,
+                                 seg_t0, seg_t1, seg_rate, n_seg)
             if r > 0.0:
                 nxt[k_run] = f
                 k_run += 1
@@ -765,13 +762,21 @@ class Simulator:
     def _grow_segments(self) -> None:
         self._seg = [np.concatenate([s, np.zeros_like(s)]) for s in self._seg]
 
+    def _ran(self, t, reason, events) -> bool:
+        """Take a compiled run's return; True if it stopped only because the segment
+        record was full (it is grown now: run again)."""
+        self.t = t
+        self.events += events
+        if reason != _SEG_FULL:
+            return False
+        self._grow_segments()
+        return True
+
     def _advance_matching(self, stop, order, pos, core, limit, has_limit) -> int:
         """Priority without caps: the incremental greedy matching (emulate.matching)."""
         a = self.arrays
         nport = a.cores * a.ports
-        if self._pair_map is None:
-            self._pair_map = np.full(nport * a.ports, -1, dtype=np.int64)
-        pairs = pair_lists(order, a.src, a.dst, core, a.ports, nport, self._pair_map)
+        pairs = self._pairs(order, core)
         owner = np.full(2 * nport, -1, dtype=np.int64)
         while True:
             prev_running = np.sort(order[self.rate[order] > 0])
@@ -781,31 +786,30 @@ class Simulator:
                 self.flow_completion, self.left, self.sent, limit, has_limit,
                 self.coflow_completion, self.record, self.seg_start, *self._seg, self.n_seg,
                 pairs, owner, prev_running)
-            self.t = t
-            self.events += ev
-            if reason != _SEG_FULL:
+            if not self._ran(t, reason, ev):
                 return reason
-            self._grow_segments()
 
     def _advance_fair(self, stop, order, core) -> int:
         """Fair sharing without caps: progressive filling over (core, src, dst) pairs."""
         a = self.arrays
-        nport = a.cores * a.ports
-        if self._pair_map is None:
-            self._pair_map = np.full(nport * a.ports, -1, dtype=np.int64)
         while True:
             live = order[~self.done[order]]
-            pairs = pair_lists(live, a.src, a.dst, core, a.ports, nport, self._pair_map)
+            pairs = self._pairs(live, core)
             t, reason, self.n_seg, ev = _run_fair(
                 self.t, stop, live, a.src, a.dst, a.coflow, a.size, core, self.core_cap,
                 self.rem, self.rate, self.done, self.pinned, self.flow_completion, self.left,
                 self.sent, self.coflow_completion, self.record, self.seg_start, *self._seg,
                 self.n_seg, pairs)
-            self.t = t
-            self.events += ev
-            if reason != _SEG_FULL:
+            if not self._ran(t, reason, ev):
                 return reason
-            self._grow_segments()
+
+    def _pairs(self, order, core):
+        """:func:`emulate.matching.pair_lists` of ``order``."""
+        a = self.arrays
+        nport = a.cores * a.ports
+        if self._pair_map is None:
+            self._pair_map = np.full(nport * a.ports, -1, dtype=np.int64)
+        return pair_lists(order, a.src, a.dst, core, a.ports, nport, self._pair_map)
 
     def _caps_fit(self, order, core, cap) -> bool:
         """Whether the plan's caps fit the links (see emulate.capped)."""
@@ -815,23 +819,17 @@ class Simulator:
     def _advance_capped(self, stop, order, core, cap, backfill) -> int:
         """Priority with caps that fit: the first pass fixed, the backfill repaired."""
         a = self.arrays
-        nport = a.cores * a.ports
-        if self._pair_map is None:
-            self._pair_map = np.full(nport * a.ports, -1, dtype=np.int64)
         while True:
             live = order[~self.done[order]]
             c, R, _ = first_pass(live, a.src, a.dst, core, cap, self.core_cap, a.ports)
-            pairs = pair_lists(live, a.src, a.dst, core, a.ports, nport, self._pair_map)
+            pairs = self._pairs(live, core)
             t, reason, self.n_seg, ev = run_capped(
                 self.t, stop, live, a.src, a.dst, a.coflow, a.size, core, c, R, backfill,
                 self.core_cap, self.rem, self.rate, self.done, self.pinned,
                 self.flow_completion, self.left, self.sent, self.coflow_completion,
                 self.record, self.seg_start, *self._seg, self.n_seg, pairs)
-            self.t = t
-            self.events += ev
-            if reason != _SEG_FULL:
+            if not self._ran(t, reason, ev):
                 return reason
-            self._grow_segments()
 
     def _advance_scan(self, stop, order, pos, core, cap, plan, has_cap, limit,
                       has_limit) -> int:
@@ -855,11 +853,8 @@ class Simulator:
                 self.sent, limit, has_limit, self.coflow_completion, self.record,
                 self.seg_start, *self._seg, self.n_seg, tot_in, tot_out, nz, running,
                 n_running, head, plan.rates_fixed)
-            self.t = t
-            self.events += ev
-            if reason != _SEG_FULL:
+            if not self._ran(t, reason, ev):
                 return reason
-            self._grow_segments()
 
     def _close_segments(self, mask: np.ndarray) -> None:
         idx = np.flatnonzero(mask)
