@@ -42,8 +42,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from emulate.matching import (COFLOW_DONE, EPS_BYTES, SEG_FULL, STOP_TIME, STUCK, _requeue,
-                              advance_flow, heap_insert, heap_pop, heap_push, set_rate)
+from emulate.matching import (COFLOW_DONE, EPS_BYTES, LEAF, SEG_FULL, STOP_TIME, STUCK,
+                              _requeue, advance_flow, heap_insert, heap_pop, set_rate)
 
 #: a first-pass rate this much below its cap means the caps do not fit the links
 CAP_SLACK = 1e-9
@@ -85,7 +85,7 @@ def first_pass(order, src, dst, core, cap, core_cap, ports):
 NEVER = 1 << 62
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(**LEAF)
 def _left(x, k, R, akey, aamt, alen):
     """What the caps and the backfill of pairs ranked before key ``k`` leave on port x."""
     v = R[x]
@@ -96,7 +96,7 @@ def _left(x, k, R, akey, aamt, alen):
     return v
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(**LEAF)
 def _full_at(x, R, akey, aamt, alen, tiny):
     """The key of the backfill that fills port ``x`` (-1: the caps fill it; NEVER)."""
     v = R[x]
@@ -109,7 +109,7 @@ def _full_at(x, R, akey, aamt, alen, tiny):
     return NEVER
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(**LEAF)
 def _put(x, k, e, amt, akey, apair, aamt, alen):
     """Set pair ``e``'s backfill (key ``k``) in port ``x``'s sorted list (0: remove it).
     The lists have room for every pair of the port."""
@@ -141,10 +141,14 @@ def _put(x, k, e, amt, akey, apair, aamt, alen):
 
 @numba.njit(cache=True)
 def _room(tk, tp, ti, need):
-    """The task heap grown to hold ``need`` tasks. The helpers below push without
-    growing it (an array they returned would cost reference counts on every call)."""
+    """A heap's arrays (keys, ports, indices) with room for ``need`` entries: the same
+    arrays if they have it, else grown copies. The loops below grow their heaps once per
+    event at most and push with :func:`emulate.matching.heap_insert`: an array rebound
+    per push would cost its reference counts on every push."""
+    if need <= tk.shape[0]:
+        return tk, tp, ti
     w = max(need, 2 * tk.shape[0])
-    k2 = np.empty(w, dtype=np.int64)
+    k2 = np.empty(w, dtype=tk.dtype)
     p2 = np.empty(w, dtype=np.int64)
     i2 = np.empty(w, dtype=np.int64)
     k2[:tk.shape[0]] = tk
@@ -153,7 +157,7 @@ def _room(tk, tp, ti, need):
     return k2, p2, i2
 
 
-@numba.njit(cache=True)
+@numba.njit(**LEAF)
 def _assign(e, k, amt, R, tiny_of, a, akey, apair, aamt, alen, fullk, pin, pout, tmark, touched, n_touched,
             tk, tp, ti, nt):
     """Pair ``e`` (head at key ``k``) gets backfill ``amt``: update both ports' lists and
@@ -173,7 +177,7 @@ def _assign(e, k, amt, R, tiny_of, a, akey, apair, aamt, alen, fullk, pin, pout,
     return n_touched, nt
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(**LEAF)
 def _first_at(keys, lo, hi, k):
     """The first index in ``keys[lo:hi]`` (sorted) whose key is at least ``k`` (``hi``:
     none); a binary search without the slice (whose reference count costs more)."""
@@ -186,7 +190,7 @@ def _first_at(keys, lo, hi, k):
     return lo
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(**LEAF)
 def _after(x, k, up, full, akey, apair, alen, tk, tp, ti, nt):
     """Port ``x`` changed at key ``k``: re-check its backfills ranked after ``k``; if it
     has more left than before and used to fill, walk its pairs from where it filled."""
@@ -199,7 +203,7 @@ def _after(x, k, up, full, akey, apair, alen, tk, tp, ti, nt):
     return nt
 
 
-@numba.njit(cache=True)
+@numba.njit(**LEAF)
 def _sweep(R, tiny_of, a, akey, apair, aamt, alen, fullk, pptr, pflow, phead, pin, pout, qptr,
            qpair, qkey, qlen, tmark, touched, n_touched, tk, tp, ti, nt):
     """Repair the backfill: process the queued checks and cursors in key order.
@@ -209,11 +213,16 @@ def _sweep(R, tiny_of, a, akey, apair, aamt, alen, fullk, pptr, pflow, phead, pi
     walks port ``x``'s pairs from key ``k`` while the port has something left, giving
     each unserved pair what it can take. Every task queues only tasks ranked after it, so
     each decision is made after every decision ranked before it: the result is the greedy
-    backfill of the whole order."""
-    room = 2 * akey.shape[1] + 4  # the most tasks one check queues
+    backfill of the whole order.
+
+    Returns ``(n_touched, nt)``. It stops early, with tasks still queued (``nt > 0``),
+    when the heap may not hold what the next task queues: :func:`_repair` grows it and
+    goes on."""
+    # the most tasks one check queues (two ports' backfills, a cursor each), plus one
+    room = 2 * akey.shape[1] + 5
     while nt > 0:
         if nt + room > tk.shape[0]:
-            tk, tp, ti = _room(tk, tp, ti, nt + room)
+            return n_touched, nt
         k, x, e, nt = heap_pop(tk, tp, ti, nt)
         if x >= 0:
             # the cursor walks on while nothing queued is ranked before its next pair
@@ -228,7 +237,7 @@ def _sweep(R, tiny_of, a, akey, apair, aamt, alen, fullk, pptr, pflow, phead, pi
                     nt = heap_insert(tk, tp, ti, nt, k, x, 0)
                     break
                 if nt + room > tk.shape[0]:
-                    tk, tp, ti = _room(tk, tp, ti, nt + room)
+                    return n_touched, heap_insert(tk, tp, ti, nt, k, x, 0)  # resume here
                 e = qpair[lo + idx]
                 if a[e] == 0.0:
                     n_touched, nt = _check(
@@ -241,10 +250,24 @@ def _sweep(R, tiny_of, a, akey, apair, aamt, alen, fullk, pptr, pflow, phead, pi
             n_touched, nt = _check(
                 e, k, R, tiny_of, a, akey, apair, aamt, alen, fullk, pin, pout, tmark, touched, n_touched,
                 tk, tp, ti, nt)
-    return n_touched, tk, tp, ti, nt
+    return n_touched, nt
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
+def _repair(R, tiny_of, a, akey, apair, aamt, alen, fullk, pptr, pflow, phead, pin, pout,
+            qptr, qpair, qkey, qlen, tmark, touched, n_touched, tk, tp, ti, nt):
+    """:func:`_sweep` until the queue is empty, growing the task heap when it stops for
+    room. Returns ``(n_touched, tk, tp, ti)``."""
+    while True:
+        n_touched, nt = _sweep(R, tiny_of, a, akey, apair, aamt, alen, fullk, pptr, pflow,
+                               phead, pin, pout, qptr, qpair, qkey, qlen, tmark, touched,
+                               n_touched, tk, tp, ti, nt)
+        if nt == 0:
+            return n_touched, tk, tp, ti
+        tk, tp, ti = _room(tk, tp, ti, 2 * tk.shape[0])
+
+
+@numba.njit(**LEAF)
 def _check(e, k, R, tiny_of, a, akey, apair, aamt, alen, fullk, pin, pout, tmark, touched, n_touched,
            tk, tp, ti, nt):
     """Pair ``e`` (head at key ``k``) gets what both its ports have left before ``k``."""
@@ -261,24 +284,21 @@ def _check(e, k, R, tiny_of, a, akey, apair, aamt, alen, fullk, pin, pout, tmark
     return n_touched, nt
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(**LEAF)
 def _due(m, f, tl, rem, rate, size):
     """The time flow ``f`` (position ``m``) is down to the finishing tolerance."""
     left = rem[f] - (EPS_BYTES + 1e-12 * size[f])
     return tl[m] + (left if left > 0.0 else 0.0) / rate[f]
 
 
-@numba.njit(cache=True)
+@numba.njit(**LEAF)
 def _free(m, c, R, tiny_of, a, akey, apair, aamt, alen, fullk, order, done, pair, pptr,
           pflow, phead, pin, pout, qptr, qpair, qkey, qlen, tmark, touched, n_touched, tk, tp,
           ti, nt):
     """Flow ``f`` (position ``m``) has finished: its cap returns to its ports; if it
     headed its pair, the pair's backfill is released and its next unfinished flow (to be
-    checked) heads it now. Queues what may change (growing the task heap first if it
-    might not hold it)."""
-    room = 4 * akey.shape[1] + 5
-    if nt + room > tk.shape[0]:
-        tk, tp, ti = _room(tk, tp, ti, nt + room)
+    checked) heads it now. Queues what may change: the task heap must have room for
+    ``4 * width + 5`` more tasks (two ports' backfills, two cursors, a check)."""
     e = pair[m]
     if pflow[phead[e]] == m:
         while phead[e] < pptr[e + 1] and done[order[pflow[phead[e]]]]:
@@ -302,7 +322,7 @@ def _free(m, c, R, tiny_of, a, akey, apair, aamt, alen, fullk, order, done, pair
             R[x] += c[m]
             fullk[x] = _full_at(x, R, akey, aamt, alen, tiny_of[x])
             nt = _after(x, -1, True, full, akey, apair, alen, tk, tp, ti, nt)
-    return n_touched, tk, tp, ti, nt
+    return n_touched, nt
 
 
 @numba.njit(cache=True)
@@ -359,9 +379,10 @@ def run_capped(t, stop_time, order, src, dst, coflow, size, core, c, R, do_backf
         for x in range(2 * nport):
             if qlen[x] > 0 and R[x] > tiny_of[x]:
                 nt = heap_insert(tk, tp, ti, nt, qkey[qptr[x]], x, 0)
-        n_touched, tk, tp, ti, nt = _sweep(
+        n_touched, tk, tp, ti = _repair(
             R, tiny_of, a, akey, apair, aamt, alen, fullk, pptr, pflow, phead, pin, pout, qptr,
             qpair, qkey, qlen, tmark, touched, n_touched, tk, tp, ti, nt)
+        nt = 0
     for x in range(n_touched):
         tmark[touched[x]] = False
     n_touched = 0
@@ -375,7 +396,7 @@ def run_capped(t, stop_time, order, src, dst, coflow, size, core, c, R, do_backf
         if r > 0.0:
             if pinned[f] < 0:
                 pinned[f] = core[f]
-            hk, hp, hi, nh = heap_push(hk, hp, hi, nh, _due(m, f, tl, rem, rate, size), m, 0)
+            nh = heap_insert(hk, hp, hi, nh, _due(m, f, tl, rem, rate, size), m, 0)
     reason = STOP_TIME
     while True:
         if record and n_seg + 2 * n_live + 2 * npairs + 2 > seg_cap:
@@ -413,6 +434,9 @@ def run_capped(t, stop_time, order, src, dst, coflow, size, core, c, R, do_backf
         events += 1
         coflow_done = False
         freed = False
+        hk, hp, hi = _room(hk, hp, hi, nh + n_st)
+        if do_backfill:
+            tk, tp, ti = _room(tk, tp, ti, nt + n_st * (4 * width + 5))
         for x in range(n_st):
             m = stash[x]
             f = order[m]
@@ -429,13 +453,12 @@ def run_capped(t, stop_time, order, src, dst, coflow, size, core, c, R, do_backf
                 freed = True
                 coflow_done = coflow_done or cd
                 if do_backfill:
-                    n_touched, tk, tp, ti, nt = _free(
+                    n_touched, nt = _free(
                         m, c, R, tiny_of, a, akey, apair, aamt, alen, fullk, order, done, pair,
                         pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, tmark, touched,
                         n_touched, tk, tp, ti, nt)
             else:
-                hk, hp, hi, nh = heap_push(hk, hp, hi, nh, _due(m, f, tl, rem, rate, size),
-                                           m, ver[m])
+                nh = heap_insert(hk, hp, hi, nh, _due(m, f, tl, rem, rate, size), m, ver[m])
         t = t_new
         if coflow_done or t >= stop_time:
             reason = COFLOW_DONE if coflow_done else STOP_TIME
@@ -443,11 +466,13 @@ def run_capped(t, stop_time, order, src, dst, coflow, size, core, c, R, do_backf
         # repair the backfill; the pairs' heads whose rate changes take it now
         while freed and do_backfill:
             freed = False
-            n_touched, tk, tp, ti, nt = _sweep(
+            n_touched, tk, tp, ti = _repair(
                 R, tiny_of, a, akey, apair, aamt, alen, fullk, pptr, pflow, phead, pin, pout, qptr,
                 qpair, qkey, qlen, tmark, touched, n_touched, tk, tp, ti, nt)
+            nt = 0
             n_t = n_touched
             n_touched = 0
+            hk, hp, hi = _room(hk, hp, hi, nh + n_t)
             for x in range(n_t):
                 e = touched[x]
                 tmark[e] = False
@@ -468,7 +493,8 @@ def run_capped(t, stop_time, order, src, dst, coflow, size, core, c, R, do_backf
                     n_live -= 1
                     freed = True
                     coflow_done = coflow_done or cd
-                    n_touched, tk, tp, ti, nt = _free(
+                    tk, tp, ti = _room(tk, tp, ti, nt + 4 * width + 5)
+                    n_touched, nt = _free(
                         m, c, R, tiny_of, a, akey, apair, aamt, alen, fullk, order, done, pair,
                         pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, tmark, touched,
                         n_touched, tk, tp, ti, nt)
@@ -479,8 +505,8 @@ def run_capped(t, stop_time, order, src, dst, coflow, size, core, c, R, do_backf
                 if r > 0.0:
                     if pinned[f] < 0:
                         pinned[f] = core[f]
-                    hk, hp, hi, nh = heap_push(hk, hp, hi, nh,
-                                               _due(m, f, tl, rem, rate, size), m, ver[m])
+                    nh = heap_insert(hk, hp, hi, nh, _due(m, f, tl, rem, rate, size), m,
+                                     ver[m])
         if coflow_done:
             reason = COFLOW_DONE
             break

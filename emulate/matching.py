@@ -20,6 +20,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+#: jit options of the hot helpers that take arrays but allocate none: compiled without
+#: numba's reference-counting runtime, so a call costs no atomic reference counts. Numba's
+#: refcount pruning leaves those of helpers called (or inlined) in branching code (numba
+#: issues #2345, #2350, where ``_nrt=False`` is the maintainers' remedy); in the capped
+#: engine on FB2010 they were half of the run time.
+LEAF = dict(cache=True, _nrt=False)
+
 
 @numba.njit(cache=True, inline="always")
 def heap_push(hk, hp, hi, n, key, port, idx):
@@ -37,7 +44,7 @@ def heap_push(hk, hp, hi, n, key, port, idx):
     return hk, hp, hi, heap_insert(hk, hp, hi, n, key, port, idx)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(**LEAF)
 def heap_insert(hk, hp, hi, n, key, port, idx):
     """Push on a heap with room for it (no arrays returned: a caller in a hot loop saves
     their reference counts); returns the new size."""
@@ -54,7 +61,7 @@ def heap_insert(hk, hp, hi, n, key, port, idx):
     return n + 1
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(**LEAF)
 def set_rate(f, r, t, rate, core, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
              seg_rate, n_seg):
     """Flow ``f`` sends at ``r`` from ``t``: close its segment at the old rate if it was
@@ -67,7 +74,7 @@ def set_rate(f, r, t, rate, core, seg_start, record, seg_flow, seg_core, seg_t0,
     return n_seg
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(**LEAF)
 def heap_pop(hk, hp, hi, n):
     """Pop the smallest key; returns (key, port, idx, new size)."""
     key, port, idx = hk[0], hp[0], hi[0]
@@ -96,7 +103,7 @@ EPS_BYTES = 1e-6
 STOP_TIME, COFLOW_DONE, BYTE_LIMIT, SEG_FULL, STUCK = 0, 1, 2, 3, 4
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(**LEAF)
 def emit(record, f, h, t0, t1, r, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg):
     """Append a segment (flow f on core h sent at r bytes/s during [t0, t1])."""
     if record and t1 > t0:
@@ -109,7 +116,7 @@ def emit(record, f, h, t0, t1, r, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, 
     return n_seg
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(**LEAF)
 def byte_limit_dt(running, n_running, rate, coflow, byte_limit, sent, ctot, dt):
     """The earliest time (from now, at most ``dt``) at which a coflow with a byte limit
     reaches it, given the rates of the flows in ``running[:n_running]`` (-1 entries are
@@ -143,7 +150,7 @@ def _less(rem, moved, size):
     return out
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(**LEAF)
 def advance_flow(f, dt, t_new, rem, size, sent, coflow, done, flow_completion, left,
                  coflow_completion, rate, core, seg_start, record, seg_flow, seg_core,
                  seg_t0, seg_t1, seg_rate, n_seg):
@@ -239,7 +246,7 @@ def pair_lists(order, src, dst, core, ports, nport, pair_map):
     return pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(**LEAF)
 def _requeue(port, old, new, e, qptr, qpair, qkey, qlen):
     """Pair ``e``'s head moved from position ``old`` to ``new`` (-1: no flow left): keep
     ``port``'s pair list sorted."""

@@ -48,6 +48,21 @@ from emulate.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_
 from emulate.records import RunResult, Segments
 
 
+@numba.njit(cache=True)
+def _byte_caps(order, rate_cap, out):
+    """``out[f]``: flow ``f``'s cap in bytes/s (``inf`` for NaN, no cap) for ``f`` in
+    ``order``, the only flows the engines read; whether any of them is finite."""
+    finite = False
+    for m in range(order.shape[0]):
+        f = order[m]
+        r = rate_cap[f]
+        if np.isnan(r):
+            out[f] = np.inf
+        else:
+            out[f] = r / 8.0
+            finite = finite or out[f] < np.inf
+    return finite
+
 
 @numba.njit(cache=True)
 def _priority_rates(order, head, src, dst, core, cap, done, core_cap, backfill, has_cap,
@@ -597,6 +612,7 @@ class Simulator:
         self._pos = np.full(nf, -1, dtype=np.int64)  # position of each flow in the order
         self._order = np.zeros(0, dtype=np.int64)  # the current plan's order
         self._no_cap = None
+        self._cap = None  # bytes/s caps of the current order's flows (others stale)
         self.gated = np.zeros(nc, dtype=np.bool_)
         if gated is not None:
             self.gated[np.asarray(list(gated), dtype=np.int64)] = True
@@ -691,8 +707,10 @@ class Simulator:
                 self._no_cap = np.full(a.n_flows, np.inf)
             cap = self._no_cap
         else:
-            cap = np.where(np.isnan(plan.rate_cap), np.inf, plan.rate_cap / 8.0)
-            has_cap = bool(np.isfinite(cap[order]).any())
+            if self._cap is None:
+                self._cap = np.empty(a.n_flows)
+            cap = self._cap
+            has_cap = _byte_caps(order, np.asarray(plan.rate_cap, dtype=np.float64), cap)
         limit = (np.full(a.n_coflows, np.inf) if plan.byte_limit is None
                  else plan.byte_limit.astype(np.float64))
         core = np.ascontiguousarray(plan.core, dtype=np.int64)

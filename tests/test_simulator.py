@@ -375,14 +375,15 @@ def test_caps_that_do_not_fit_the_links_are_left_to_the_rescan(monkeypatch):
 def test_capped_engine_finishes_flows_whose_rest_is_below_a_clock_tick(w):
     # at t ~ 1e12 s a clock tick (2^-13 s) moves 1e-4 bytes at these rates, above the
     # engine's finishing tolerance: a flow whose rest is smaller must still finish (it
-    # once stalled the engine with time standing still)
+    # once stalled the engine with time standing still). The schedule is checked, not
+    # compared with the unshifted run's: remaining bytes rounded to a tick can reorder
+    # coflows whose bottlenecks tie exactly (SEBF), as they can in the rescan
     shift = 1e12
     late = Workload(w.fabric, tuple(
         Coflow(c.id, c.flows, release=c.release + shift, weight=c.weight) for c in w.coflows),
         w.precedence)
-    got = in_child(lambda: Simulator(late, get_policy("sebf")).run().coflow_completion, 60)
-    ref = Simulator(w, get_policy("sebf"), incremental=False).run()
-    assert np.allclose(got - shift, ref.coflow_completion, rtol=0, atol=1e-2)
+    got = in_child(lambda: Simulator(late, get_policy("sebf"), segments=True).run(), 60)
+    verify(late, got, rtol=1e-2)  # segment ends are multiples of a tick
 
 
 def in_child(fn, seconds):

@@ -147,6 +147,7 @@ class FlowIndex:
     perm : int array, every flow, sorted by (coflow, flow index)
     start : int array (n_coflows + 1), the flows of coflow ``k`` are ``perm[start[k]:start[k+1]]``
     tie : float array per flow in [0, 1), the rank of a flow inside its coflow
+    zero_core : read-only int array per flow, all 0 (the cores of a single-core plan)
     """
 
     def __init__(self, arrays):
@@ -155,6 +156,8 @@ class FlowIndex:
         self.start = np.searchsorted(arrays.coflow[self.perm],
                                      np.arange(arrays.n_coflows + 1)).astype(np.int64)
         self.tie = np.arange(arrays.n_flows) / float(arrays.n_flows + 1)
+        self.zero_core = np.zeros(arrays.n_flows, dtype=np.int64)
+        self.zero_core.flags.writeable = False  # shared by every single-core plan
 
     def gather(self, coflows: np.ndarray, eligible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The eligible flows of ``coflows``, coflow after coflow in the given order.
@@ -180,7 +183,7 @@ class FlowIndex:
         a = self.arrays
         rates = np.asarray(core_rates, dtype=np.float64) / 8.0
         if core is None:
-            out = _bottleneck(flows, bounds, a.src, a.dst, np.zeros(a.n_flows, dtype=np.int64),
+            out = _bottleneck(flows, bounds, a.src, a.dst, self.zero_core,
                               np.asarray(load, dtype=np.float64),
                               np.array([rates.sum()]), a.ports)
             return out[:, 0]
@@ -242,7 +245,7 @@ def ordered_plan(state: State, index: FlowIndex, order: np.ndarray, *,
     rank = np.full(a.n_flows, float(len(order) + 1))
     rank[flows] = pos + index.tie[flows]
     if a.cores == 1:
-        core = np.zeros(a.n_flows, dtype=np.int64)
+        core = index.zero_core
     else:
         load = state.remaining if core_load is None else core_load
         core = least_loaded_cores(a, flows, load, state.core, state.workload.fabric.rates)
@@ -278,9 +281,8 @@ def madd_caps(arrays, order: np.ndarray, group: np.ndarray, core: np.ndarray,
     cap = np.full(arrays.n_flows, np.nan)
     order = np.asarray(order, dtype=np.int64)
     if order.size:
-        out = np.zeros(arrays.n_flows)
         _madd(order, np.asarray(group, dtype=np.int64), arrays.src, arrays.dst,
               np.asarray(core, dtype=np.int64), np.asarray(remaining, dtype=np.float64),
-              np.asarray(core_rates, dtype=np.float64) / 8.0, arrays.ports, out)
-        cap[order] = out[order] * 8.0
+              np.asarray(core_rates, dtype=np.float64) / 8.0, arrays.ports, cap)
+        cap[order] *= 8.0
     return cap
