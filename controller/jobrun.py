@@ -166,10 +166,10 @@ class JobDriver:
             cands = np.flatnonzero(busy[q] >= busy[q].max() * (1 - 1e-9))
             rp.pin(q, first[q] if first[q] in cands else int(cands[0]))
 
-    def shuffle_flows(self, k: int) -> tuple:
-        """The flows of shuffle ``k`` now (its producers finished, consumers placed)."""
+    def shuffle_flows(self, k: int, where: np.ndarray) -> tuple:
+        """The flows of shuffle ``k`` now (its producers finished, consumers placed);
+        ``where`` per task: the machine it finished on."""
         a, jw = self.a, self.jw
-        where = self.finished_on()
         producers = [(int(where[q]), jw.output_bytes.get(a.task_ids[q], 0.0))
                      for s in self.cof_stage_preds[k] for q in a.stage_tasks[s]]
         consumers = [int(self.rp.pinned[q]) for s in self.cof_consumers[k]
@@ -182,11 +182,15 @@ class JobDriver:
         self.rp.commit(t)
 
     def settle(self, t: float, stage_done_at: np.ndarray, opened: np.ndarray,
-               coflow_completion: np.ndarray, open_coflows) -> None:
+               coflow_completion: np.ndarray, open_coflows,
+               finished_on: np.ndarray | None = None) -> None:
         """Complete stages and open coflows, until nothing changes at ``t``.
 
         ``stage_done_at`` per stage is its completion (inf while running): the plan's
-        (simulator) or the agents' reports (emulation). ``open_coflows(ks, flows)`` opens
+        (simulator) or the agents' reports (emulation); ``finished_on`` per task, the
+        machine it finished on, likewise (default: the plan's, :meth:`finished_on`; a
+        producer's output is where it really finished, which on the emulation may differ
+        from the plan's last piece). ``open_coflows(ks, flows)`` opens
         coflows ``ks`` on the network now (``flows[k]``: a shuffle's flows) and sets
         ``opened``; ``coflow_completion`` is read after it (a shuffle with nothing to send
         completes when it opens).
@@ -202,7 +206,8 @@ class JobDriver:
             consumers = [q for k in ready if self.is_shuffle[k]
                          for s in self.cof_consumers[k] for q in self.a.stage_tasks[s]]
             self.place(consumers, t, coflow_completion)
-            flows = {k: self.shuffle_flows(k) for k in ready if self.is_shuffle[k]}
+            where = self.finished_on() if finished_on is None else finished_on
+            flows = {k: self.shuffle_flows(k, where) for k in ready if self.is_shuffle[k]}
             open_coflows(ready, flows)
 
     def replan(self, t: float, coflow_completion: np.ndarray):

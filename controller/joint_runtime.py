@@ -13,16 +13,17 @@ truth comes from:
   the host on port ``i``), which admits it against the host's capacity (never exceeded;
   a segment that does not fit yet waits) and holds the task's demand for the segment's
   duration times the time scale (:mod:`emulate.slots`). A segment also waits until the
-  predecessor stages of its task have *really* completed and no other segment of the task
-  is still running (a late report never lets precedence or "one machine at a time"
-  break). At a joint event a preemptive policy's running segments are stopped (the new
+  predecessor stages of its task have *really* completed, no other segment of the task
+  is still running and none planned before it still waits (a late report never lets
+  precedence, "one machine at a time" or the order of a task's pieces break). At a joint event a preemptive policy's running segments are stopped (the new
   plan continues the tasks), a non-preemptive policy's run to their end. A piece of a
   preemptive plan ends at its planned end even if it started late, and what it missed
   (or overran) is added to (taken from) the task's later pieces, so no lag builds up
   along a machine and every task still gets its whole work;
 * **a stage completes when the agents report its last task done**, and only then are
   the coflows it produces opened: a shuffle's flows are made from the machines the
-  producers ran on (:meth:`JobDriver.shuffle_flows`) and appended to the run's flows;
+  agents report the producers finished on (not the plan's last piece: a late piece can
+  end a task elsewhere) (:meth:`JobDriver.shuffle_flows`) and appended to the run's flows;
 * **the network policy is restarted on the residual network** whenever a shuffle's
   flows appear (:class:`ResidualPolicy`: the known, unfinished coflows with the bytes
   their flows still have to send; started flows keep their core), as the joint
@@ -150,6 +151,7 @@ class JointEmulationRun(EmulationRun):
         self.n_sending = np.zeros(a.n_tasks, dtype=np.int64)   # sent or running, per task
         self.cplan = 0
         self.task_end = np.full(a.n_tasks, np.nan)      # completion as reported
+        self.task_machine = np.full(a.n_tasks, -1, dtype=np.int64)   # ... and where
         self.ran: list[tuple[int, int, float, float]] = []
         self.blocked: list[int] = []
         self.debt = np.zeros(a.n_tasks)   # work the plan counts as done but was not run
@@ -259,6 +261,7 @@ class JointEmulationRun(EmulationRun):
         joint = False
         if seg.last and not stopped and not cut:
             self.task_end[seg.task] = tw
+            self.task_machine[seg.task] = seg.machine
             self.decision(event="task_done", task=self.driver.a.task_ids[seg.task],
                           machine=seg.machine, tw_done=tw)
             s = self.driver.a.task_stage[seg.task]
@@ -321,7 +324,7 @@ class JointEmulationRun(EmulationRun):
         rp.done[fin], rp.comp[fin], rp.frac[fin] = True, np.minimum(self.task_end[fin], t), 0.0
         done_at = self._stage_done_at()
         drv.settle(t, np.where(np.isfinite(done_at), np.minimum(done_at, t), np.inf),
-                   self.opened, self.completion, self._open)
+                   self.opened, self.completion, self._open, self.task_machine)
         tp = time.perf_counter()
         s = drv.replan(t, self.completion)
         self.stats["compute_plan_ms"].append((time.perf_counter() - tp) * 1e3)
@@ -374,7 +377,12 @@ class JointEmulationRun(EmulationRun):
         for p in a.stage_preds[a.task_stage[seg.task]]:
             if np.isnan(self.task_end[a.stage_tasks[p]]).any():
                 return False
-        return self.n_sending[seg.task] == 0
+        if self.n_sending[seg.task]:
+            return False
+        # pieces of a task run in the plan's order: one waiting ahead keeps this one back
+        # (else a late piece could end the task, and the earlier one run after it)
+        return not any(o.task == seg.task and (o.plan, o.start) < (seg.plan, seg.start)
+                       for o in (self.segs[b] for b in self.blocked))
 
     def _dispatch(self, sid: int) -> None:
         seg = self.segs[sid]
