@@ -267,3 +267,70 @@ def test_slots_refuse_a_task_bigger_than_the_host():
     log.slots.run(1, 0.5, 0.01)
     with pytest.raises(ValueError, match="already given"):
         log.slots.run(1, 0.5, 0.01)
+
+
+def _joint_run(tmp_path):
+    """A joint controller run with no network: agents that record what they are sent."""
+    import time
+    from controller.jobs import mapreduce_jobs
+    from controller.joint_runtime import JointEmulationRun
+    from controller.policies import get_policy
+    from controller.runtime import RunConfig
+
+    class Agent:
+        def __init__(self):
+            self.sent = []
+
+        def send(self, msg):
+            self.sent.append(msg)
+
+    w = mapreduce_jobs(1, n_jobs=2, ports=4, cores=2, rate_bps=20e6)
+    cfg = RunConfig(run_dir=str(tmp_path), api_path=str(tmp_path / "api"), ofp_port=0,
+                    n_hosts=4, n_cores=2)
+    run = JointEmulationRun(cfg, w, "synchpack-1", lambda: get_policy("sincronia"))
+    run.t0 = time.time()
+    run.agents = {h: Agent() for h in range(4)}
+    return run
+
+
+def test_a_tasks_pieces_start_in_plan_order_even_when_a_later_one_is_due_first(tmp_path):
+    """A re-plan's first piece of a task waits while the cut piece still runs; the task's
+    last piece, due next, must not overtake it (it would end the task on its machine and
+    the earlier piece would run after the task finished)."""
+    from controller.joint_runtime import _Seg
+    run = _joint_run(tmp_path)
+    segs = {0: _Seg(0, 0, 0.0, 1.0, False, 1), 1: _Seg(0, 1, 1.0, 1.5, False, 2),
+            2: _Seg(0, 2, 1.5, 2.0, True, 2)}
+    run.segs.update(segs)
+    run.n_state["planned"] += 3
+    run._dispatch(0)                       # the piece a re-plan cut: still running
+    run._dispatch(1)
+    assert segs[1].state == "blocked"
+    # the cut piece's end and the last piece's start come in one batch of events,
+    # before the blocked pieces are retried
+    run._move(segs[0], "done")
+    run._dispatch(2)                       # due, its machine free, but a piece is ahead
+    assert segs[2].state == "blocked" and run.agents[2].sent == []
+    run._retry_blocked()
+    assert segs[1].state == "sent" and segs[2].state == "blocked"
+    assert [m["seg"] for m in run.agents[1].sent] == [1]
+    run._move(segs[1], "done")
+    run._retry_blocked()
+    assert segs[2].state == "sent" and [m["seg"] for m in run.agents[2].sent] == [2]
+
+
+def test_a_shuffle_is_sent_from_where_its_producers_finished(tmp_path):
+    """The shuffle's sources are the machines given as where each producer finished
+    (the agents' reports on the emulation), not the plan's."""
+    run = _joint_run(tmp_path)
+    drv = run.driver
+    k = next(k for k in range(len(drv.is_shuffle)) if drv.is_shuffle[k])
+    producers = [q for s in drv.cof_stage_preds[k] for q in drv.a.stage_tasks[s]]
+    consumers = [q for s in drv.cof_consumers[k] for q in drv.a.stage_tasks[s]]
+    for q in consumers:
+        drv.rp.pin(q, 3)
+    for m in (0, 1):
+        where = np.full(drv.a.n_tasks, -1)
+        where[producers] = m
+        flows = drv.shuffle_flows(k, where)
+        assert flows and {f.src for f in flows} == {m} and {f.dst for f in flows} == {3}
