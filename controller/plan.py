@@ -105,7 +105,8 @@ class Plan:
             raise PlanError(f"plan.byte_limit must be None or an array of {a.n_coflows} entries")
         if self.sharing not in SHARINGS:
             raise PlanError(f"plan.sharing must be one of {SHARINGS}, got {self.sharing!r}")
-        bad, f = _check_cores(self.core, state.eligible, state.core, state.flow_done, a.cores)
+        bad, f = _check_cores(self.core, np.flatnonzero(state.eligible), state.core,
+                              state.flow_done, a.cores)
         if bad:
             raise PlanError(f"plan.core must be in 0..{a.cores - 1} for every eligible flow")
         if f >= 0:
@@ -117,11 +118,12 @@ class Plan:
 @numba.njit(cache=True)
 def _check_cores(core, eligible, pinned, done, cores):
     """(an eligible flow has a core out of range, first flow moved off its pinned core
-    or -1), in one pass."""
+    or -1), in one pass over the ``eligible`` flows (ascending; a flow that has sent and
+    is not done is eligible)."""
     bad = False
     moved = -1
-    for f in range(core.shape[0]):
-        if eligible[f] and (core[f] < 0 or core[f] >= cores):
+    for f in eligible:
+        if core[f] < 0 or core[f] >= cores:
             bad = True
         if moved < 0 and pinned[f] >= 0 and core[f] != pinned[f] and not done[f]:
             moved = f

@@ -429,6 +429,11 @@ def _run_fair(t, stop_time, order, src, dst, coflow, size, core, core_cap, rem, 
         m = pflow[phead[e]]
         hrem[e] = rem0[m]
         hthr[e] = EPS_BYTES + 1e-12 * size[order[m]]
+    # per entry of a port's pair list, the pair's other port
+    qother = np.empty(qpair.shape[0], dtype=np.int64)
+    for p in range(nport2):
+        for a in range(qptr[p], qptr[p + 1]):
+            qother[a] = pout[qpair[a]] if p < nport2 // 2 else pin[qpair[a]]
     # ports' flow counts of the pairs to fill (kept by the advance loop below)
     for u in range(n_lp):
         e = lp[u]
@@ -459,16 +464,16 @@ def _run_fair(t, stop_time, order, src, dst, coflow, size, core, core_cap, rem, 
             n_act -= 1
             h = (p % (nport2 // 2)) // P
             level = key if key > 0.0 else 0.0
-            other = pout if p < nport2 // 2 else pin
             for a in range(qptr[p], qptr[p + 1]):
                 e = qpair[a]
-                if frozen[e] or cnt[e] == 0:
+                c = cnt[e]
+                if frozen[e] or c == 0:
                     continue
                 frozen[e] = True
                 newx[e] = level
-                q = other[e]
-                used[q] += cnt[e] * level
-                pcnt[q] -= cnt[e]
+                q = qother[a]
+                used[q] += c * level
+                pcnt[q] -= c
                 if pcnt[q] > 0:
                     lev[q] = (core_cap[h] - used[q]) / pcnt[q]
                 elif lev[q] < np.inf:
@@ -477,20 +482,21 @@ def _run_fair(t, stop_time, order, src, dst, coflow, size, core, core_cap, rem, 
             pcnt[p] = 0
         # rate changes; next event
         dt = stop_time - t
+        if first:   # every flow is live: set the rates in the order's positions
+            for m in range(n):
+                f = order[m]
+                r = newx[pair[m]]
+                if rate[f] != r:
+                    if rate[f] > 0.0:
+                        n_seg = emit(record, f, core[f], seg_start[f], t, rate[f],
+                                     seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg)
+                    seg_start[f] = t
+                rate[f] = r
+                if r > 0.0 and pinned[f] < 0:
+                    pinned[f] = core[f]
         for u in range(n_lp):
             e = lp[u]
-            if first:
-                for a in range(phead[e], pptr[e + 1]):
-                    f = order[pflow[a]]
-                    if rate[f] != newx[e]:
-                        if rate[f] > 0.0:
-                            n_seg = emit(record, f, core[f], seg_start[f], t, rate[f],
-                                         seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg)
-                        seg_start[f] = t
-                    rate[f] = newx[e]
-                    if newx[e] > 0.0 and pinned[f] < 0:
-                        pinned[f] = core[f]
-            elif record and newx[e] != x[e]:
+            if not first and record and newx[e] != x[e]:
                 for a in range(phead[e], pptr[e + 1]):
                     f = order[pflow[a]]
                     if x[e] > 0.0:
@@ -550,11 +556,13 @@ def _run_fair(t, stop_time, order, src, dst, coflow, size, core, core_cap, rem, 
         if t >= stop_time:
             reason = _STOP_TIME
             break
-    # bring rem, rate and sent of the flows still sending up to date
-    for e in range(npairs):
-        for a in range(phead[e], pptr[e + 1]):
-            f = order[pflow[a]]
-            r = rem0[pflow[a]] - served[e]
+    # bring rem, rate and sent of the flows still sending up to date (in the order's
+    # positions: flow indices ascend, the accesses stream)
+    for m in range(n):
+        f = order[m]
+        if not done[f]:
+            e = pair[m]
+            r = rem0[m] - served[e]
             if r < 0.0:
                 r = 0.0
             if served[e] > 0.0 and r == rem[f] and r == size[f]:
@@ -723,11 +731,11 @@ class Simulator:
         # in it (only flows of the previous order can be sending)
         pos = self._pos
         prev = self._order
-        running = np.sort(prev[self.rate[prev] > 0])
+        running = prev[self.rate[prev] > 0]
         pos[prev] = -1
         pos[order] = np.arange(len(order))
         self._order = order
-        self._close_segments(running[pos[running] < 0])
+        self._close_segments(np.sort(running[pos[running] < 0]))
         has_limit = bool(np.isfinite(limit).any())
         before = int(self.cdone.sum())
         if (plan.sharing == "priority" and not has_cap and self.incremental
@@ -764,7 +772,7 @@ class Simulator:
 
     def result(self) -> RunResult:
         """The run's record (call when :attr:`finished`)."""
-        self._close_segments(self.rate > 0)
+        self._close_segments(np.flatnonzero(self.rate > 0))
         segs = None
         if self.record:
             n = self.n_seg
@@ -874,8 +882,8 @@ class Simulator:
             if not self._ran(t, reason, ev):
                 return reason
 
-    def _close_segments(self, mask: np.ndarray) -> None:
-        idx = np.flatnonzero(mask)
+    def _close_segments(self, idx: np.ndarray) -> None:
+        """End the current segments of flows ``idx`` now (they stop sending)."""
         if not idx.size:
             return
         if self.record:

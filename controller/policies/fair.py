@@ -52,11 +52,16 @@ class Fair(Policy):
     def start(self, workload):
         super().start(workload)
         self._ecmp = ecmp_core(workload.arrays) if self.cores == "ecmp" else None
+        self._zero = None
 
     def plan(self, state: State) -> Plan:
         a = state.arrays
+        if self._zero is None:   # shared by every plan: engines only read a plan's arrays
+            self._zero = (np.zeros(a.n_flows, dtype=np.int64), np.zeros(a.n_flows))
+            for v in self._zero:
+                v.setflags(write=False)
         if a.cores == 1:
-            core = np.zeros(a.n_flows, dtype=np.int64)
+            core = self._zero[0]
         elif self.cores == "ecmp":
             core = np.where(state.core >= 0, state.core, self._ecmp)
         else:
@@ -64,4 +69,4 @@ class Fair(Policy):
             core = least_loaded_cores(a, flows, np.ones(a.n_flows), state.core,
                                       state.workload.fabric.rates)
             core[core < 0] = 0
-        return Plan(core=core, rank=np.zeros(a.n_flows), sharing="fair", backfill=False)
+        return Plan(core=core, rank=self._zero[1], sharing="fair", backfill=False)
