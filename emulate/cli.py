@@ -234,8 +234,7 @@ def _run_joint(w, policy_spec, engine, mode, objective, as_json, segments_path, 
               show_default=True)
 @click.option("--mode", type=click.Choice(["offline", "online"]))
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
-              default="results/cct-cdf.png", show_default=True,
-              help="Where to write the CCT CDF plot.")
+              help="Where to write the CCT CDF plot.  [default: OUT/cct-cdf.png]")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results",
               show_default=True, help="Directory for per-run JSON records.")
 @click.option("--lp-bound/--no-lp-bound", default=True, show_default=True)
@@ -255,6 +254,7 @@ def compare(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_
                                  "experiments/mapreduce.py for a comparison)")
     names = [p.strip() for p in policies.split(",") if p.strip()]
     opts = {n: policy_options(n, mode, None) for n in names}
+    plot_path = plot_path or os.path.join(out_dir or "results", "cct-cdf.png")
     bound = lp_bound_for(w) if lp_bound else None
     cmp = do_compare(w, names, engine=engine, lp_bound=bound, out_dir=out_dir,
                      progress=True, options_for=opts.get, resume=resume)

@@ -298,6 +298,14 @@ def test_compare_prints_a_table_and_writes_the_plot_and_per_run_json(runner, wfi
     assert [row["policy"] for row in summary["rows"]] == ["fifo", "lp-coflow"]
 
 
+def test_compare_writes_its_plot_beside_the_runs_by_default(runner, wfile, tmp_path):
+    out = tmp_path / "sweep"
+    r = invoke(runner, "compare", wfile, "--policies", "fifo", "--no-lp-bound", "--out", out)
+    assert r.exit_code == 0, r.output
+    assert (out / "cct-cdf.png").read_bytes()[:8] == PNG
+    assert f"CCT CDF written to {out / 'cct-cdf.png'}" in r.stdout
+
+
 def test_compare_with_the_lp_bound_gives_ratios_of_at_least_one(runner, wfile, tmp_path):
     r = invoke(runner, "compare", wfile, "--policies", "fifo,lp-flow", "--json",
                "--plot", tmp_path / "p.png", "--out", tmp_path / "o")
