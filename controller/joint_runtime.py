@@ -15,8 +15,9 @@ truth comes from:
   duration times the time scale (:mod:`emulate.slots`). A segment also waits until the
   predecessor stages of its task have *really* completed, no other segment of the task
   is still running and none planned before it still waits (a late report never lets
-  precedence, "one machine at a time" or the order of a task's pieces break). At a joint event a preemptive policy's running segments are stopped (the new
-  plan continues the tasks), a non-preemptive policy's run to their end. A piece of a
+  precedence, "one machine at a time" or the order of a task's pieces break). At a
+  joint event a preemptive policy's running segments are stopped (the new plan
+  continues the tasks), a non-preemptive policy's run to their end. A piece of a
   preemptive plan ends at its planned end even if it started late, and what it missed
   (or overran) is added to (taken from) the task's later pieces, so no lag builds up
   along a machine and every task still gets its whole work;

@@ -52,16 +52,15 @@ class Fair(Policy):
     def start(self, workload):
         super().start(workload)
         self._ecmp = ecmp_core(workload.arrays) if self.cores == "ecmp" else None
-        self._zero = None
+        n = workload.arrays.n_flows
+        # all-zero cores (single core) and ranks, shared by every plan: engines only read
+        self._zero_core, self._zero_rank = np.zeros(n, dtype=np.int64), np.zeros(n)
+        self._zero_core.flags.writeable = self._zero_rank.flags.writeable = False
 
     def plan(self, state: State) -> Plan:
         a = state.arrays
-        if self._zero is None:   # shared by every plan: engines only read a plan's arrays
-            self._zero = (np.zeros(a.n_flows, dtype=np.int64), np.zeros(a.n_flows))
-            for v in self._zero:
-                v.setflags(write=False)
         if a.cores == 1:
-            core = self._zero[0]
+            core = self._zero_core
         elif self.cores == "ecmp":
             core = np.where(state.core >= 0, state.core, self._ecmp)
         else:
@@ -69,4 +68,4 @@ class Fair(Policy):
             core = least_loaded_cores(a, flows, np.ones(a.n_flows), state.core,
                                       state.workload.fabric.rates)
             core[core < 0] = 0
-        return Plan(core=core, rank=self._zero[1], sharing="fair", backfill=False)
+        return Plan(core=core, rank=self._zero_rank, sharing="fair", backfill=False)
