@@ -1,7 +1,7 @@
 """Benchmark: fidelity of the real emulation against the simulator, and what limits it.
 
 For each configuration (hosts x 2 cores, link rate), seed and policy, the same seeded
-workload runs in both engines (``emulate.fidelity.compare``); per-coflow errors
+workload runs in both engines (``emulate.fidelity.measure``); per-coflow errors
 ``|CCT_emu / CCT_sim - 1|`` are pooled per configuration and policy. Target (issue 3):
 median < 5 %, p90 < 15 %.
 
@@ -64,14 +64,14 @@ def stats(e: np.ndarray) -> dict:
 
 
 def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, log):
-    from emulate.fidelity import TARGET_MEDIAN, TARGET_P90, compare
+    from emulate.fidelity import TARGET_MEDIAN, TARGET_P90, measure
     rows = []
     for policy in policies:
         errs, floor, bias, lat, pol_ms, util, longs = [], [], [], [], [], [], []
         for seed in seeds:
             w = workload(seed, hosts, rate, coflows, mean_bytes)
             t = time.time()
-            rep = compare(w, policy, time_scale=time_scale)
+            rep = measure(w, policy, time_scale=time_scale)
             errs.append(rep.errors)
             longs.append(rep.errors_above(0.1))
             bias.append(rep.bias)

@@ -23,7 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-import networkx as nx
 import numpy as np
 
 from topologies.fabric import Fabric
@@ -154,10 +153,8 @@ class Workload:
             if arc[0] == arc[1]:
                 raise WorkloadError(f"precedence[{n}]: coflow {arc[0]!r} precedes itself",
                                     field="precedence")
-        g = self.dag
-        if not nx.is_directed_acyclic_graph(g):
-            cycle = " -> ".join(a for a, _ in nx.find_cycle(g))
-            raise WorkloadError(f"precedence has a cycle: {cycle} -> ...", field="precedence")
+        if self.precedence:
+            self._check_acyclic()
         job_ids = set()
         owner = {}
         for n, j in enumerate(self.jobs):
@@ -176,6 +173,13 @@ class Workload:
                                         f"(a coflow belongs to one job)", field="coflows")
                 owner[cid] = j.id
 
+    def _check_acyclic(self) -> None:
+        import networkx as nx  # here, not at import: commands without a DAG start faster
+        g = self.dag
+        if not nx.is_directed_acyclic_graph(g):
+            cycle = " -> ".join(a for a, _ in nx.find_cycle(g))
+            raise WorkloadError(f"precedence has a cycle: {cycle} -> ...", field="precedence")
+
     # ------------------------------------------------------------------ derived views
     @cached_property
     def index(self) -> dict[str, int]:
@@ -183,8 +187,9 @@ class Workload:
         return {c.id: n for n, c in enumerate(self.coflows)}
 
     @cached_property
-    def dag(self) -> nx.DiGraph:
-        """Precedence DAG over coflow ids."""
+    def dag(self) -> "nx.DiGraph":
+        """Precedence DAG over coflow ids (a ``networkx.DiGraph``)."""
+        import networkx as nx
         g = nx.DiGraph()
         g.add_nodes_from(c.id for c in self.coflows)
         g.add_edges_from(self.precedence)
@@ -198,6 +203,9 @@ class Workload:
     @cached_property
     def chain_lengths(self) -> np.ndarray:
         """Per coflow: number of coflows on the longest DAG path ending at it (chi_k)."""
+        if not self.precedence:
+            return np.ones(len(self.coflows), dtype=np.int64)
+        import networkx as nx
         depth = {}
         for cid in nx.topological_sort(self.dag):
             depth[cid] = 1 + max((depth[p] for p in self.dag.predecessors(cid)), default=0)
@@ -206,6 +214,9 @@ class Workload:
     @cached_property
     def topo_rank(self) -> np.ndarray:
         """Per coflow: position in a deterministic topological order (ties by index)."""
+        if not self.precedence:
+            return np.arange(len(self.coflows), dtype=np.int64)
+        import networkx as nx
         order = nx.lexicographical_topological_sort(self.dag, key=lambda c: self.index[c])
         rank = np.empty(len(self.coflows), dtype=np.int64)
         for r, cid in enumerate(order):

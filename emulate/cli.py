@@ -11,25 +11,32 @@ content). Bad input exits with code 2 and a message naming file, line and field.
 """
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import sys
 
+from dataclasses import replace
+
 import click
-import numpy as np
 
-from controller.model import Workload, WorkloadError
-from controller.plan import PlanError
-from controller.policies import PolicyError, available, get_policy
-from emulate.units import UnitError, parse_bytes, parse_duration, parse_rate
+from emulate.engines import EngineError, Interrupted, engines, is_joint
+from emulate.units import UnitError, parse_bytes, parse_rate
 
-USER_ERRORS = (WorkloadError, PolicyError, UnitError, click.BadParameter)
+# Start-up time matters (scripts call the CLI in loops): numpy, numba, scipy, networkx
+# and matplotlib are imported inside the commands that use them, not here.
 
 
 def _fail(msg: str, code: int = 2):
     click.echo(f"coflowemu: error: {msg}", err=True)
     sys.exit(code)
+
+
+def _user_errors() -> tuple:
+    """Errors that mean bad input: one line and exit code 2 (imported on the error path
+    only, so that a command that never loads a workload never imports the model)."""
+    from controller.model import WorkloadError
+    from controller.policies import PolicyError
+    return (WorkloadError, PolicyError, UnitError, click.BadParameter)
 
 
 class _Group(click.Group):
@@ -38,12 +45,19 @@ class _Group(click.Group):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
-        except USER_ERRORS as e:
-            _fail(str(e))
-        except PlanError as e:
-            _fail(f"policy error: {e}", 1)
-        except OSError as e:
-            _fail(f"{e.filename or ''}: {e.strerror}" if e.filename else str(e))
+        except Interrupted:
+            _fail("interrupted; everything was cleaned up", 143)
+        except EngineError as e:
+            _fail(str(e), 2 if e.setup else 1)
+        except Exception as e:
+            from controller.plan import PlanError
+            if isinstance(e, _user_errors()):
+                _fail(str(e))
+            if isinstance(e, PlanError):
+                _fail(f"policy error: {e}", 1)
+            if isinstance(e, OSError):
+                _fail(f"{e.filename or ''}: {e.strerror}" if e.filename else str(e))
+            raise
 
 
 @click.group(cls=_Group)
@@ -73,7 +87,9 @@ def workload_options(f):
 
 def load_workload(workload, cores=None, rate=None, hosts=None, min_mb=None,
                   scale_bytes=None, scale_time=None, zero_release=None, limit=None
-                  ) -> Workload:
+                  ):
+    """The workload in ``workload`` (a coflow :class:`~controller.model.Workload` or a
+    joint workload), with the command line's overrides."""
     from emulate.traces import read_workload
     if cores is not None and cores < 1:
         raise click.BadParameter(f"--cores must be >= 1, got {cores}")
@@ -86,6 +102,9 @@ def load_workload(workload, cores=None, rate=None, hosts=None, min_mb=None,
 
 def policy_options(spec: str, mode: str | None, objective: str | None) -> dict:
     """Pass ``mode``/``objective`` to policies that take them."""
+    import inspect
+
+    from controller.policies import available, get_policy
     if ":" in spec:
         cls = type(get_policy(spec))
     else:
@@ -101,30 +120,12 @@ def policy_options(spec: str, mode: str | None, objective: str | None) -> dict:
     return out
 
 
-def lp_bound_for(workload: Workload, *, max_flows: int = 5000):
-    """A valid lower bound on sum w*C for every schedule, when cheap enough; else None.
-
-    One core: LP (8) (coflow level, valid for any single-core schedule). Several cores:
-    LP (1) (flow level, valid for every schedule that keeps a flow on one core) when the
-    workload has at most ``max_flows`` flows.
-    """
-    from controller.lp.coflow import solve_coflow_lp, solve_flow_lp
-    fab = workload.fabric
-    if not fab.identical:
-        return None
-    if fab.cores == 1:
-        return solve_coflow_lp(workload.arrays, 1, fab.rate_bps).value
-    if workload.arrays.n_flows <= max_flows:
-        return solve_flow_lp(workload.arrays, fab.cores, fab.rate_bps).value
-    return None
-
-
 # ------------------------------------------------------------------------ run
 @main.command()
 @workload_options
 @click.option("--policy", "policy_spec", default="lp-coflow", show_default=True,
               help="Policy name (see `coflowemu policies`) or package.module:Class.")
-@click.option("--engine", type=click.Choice(["sim", "mininet"]), default="sim",
+@click.option("--engine", type=click.Choice(list(engines())), default="sim",
               show_default=True)
 @click.option("--mode", type=click.Choice(["offline", "online"]),
               help="LP policies: solve once over the whole workload (offline, default) or "
@@ -145,24 +146,21 @@ def run(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_rele
     On a joint workload (machines, stages and jobs: docs/jobs.md) the policy is
     compute+network, e.g. synchpack-3+lp-coflow (a plain network policy uses fifo for
     compute)."""
+    from emulate.engines import RunOptions, get_engine
     w = load_workload(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time,
                       zero_release, limit)
-    if not isinstance(w, Workload):
-        return _run_joint(w, policy_spec, engine, mode, objective, as_json, segments_path,
-                          lp_bound, time_scale)
-    policy = get_policy(policy_spec, **policy_options(policy_spec, mode, objective))
-    if engine == "sim":
-        from emulate.sim import simulate
-        result = simulate(w, policy, segments=bool(segments_path), progress=True)
-    else:
-        from emulate.cli_emulation import run_mininet
-        kw = {} if time_scale is None else {"time_scale": time_scale}
-        result = run_mininet(w, policy, segments=bool(segments_path), progress=True, **kw)
-        if not as_json:
-            from emulate.fidelity import against_simulator
-            click.echo(against_simulator(
-                result, get_policy(policy_spec, **policy_options(policy_spec, mode,
-                                                                 objective))).format())
+    opts = RunOptions(segments=bool(segments_path), progress=True,
+                      policy_options=policy_options(_network_spec(w, policy_spec), mode,
+                                                    objective),
+                      time_scale=1.0 if time_scale is None else time_scale)
+    result = get_engine(engine).run(w, policy_spec, opts)
+    if is_joint(w):
+        return _report_joint(w, result, policy_spec, engine, opts, as_json, segments_path,
+                             lp_bound)
+    if engine != "sim" and not as_json:
+        from emulate.fidelity import against_simulator
+        click.echo(against_simulator(result, policy_spec, opts.policy_options).format())
+    from controller.lp.bound import lp_bound_for
     bound = lp_bound_for(w) if lp_bound else None
     if segments_path:
         result.write_segments(segments_path)
@@ -180,23 +178,24 @@ def run(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_rele
     click.echo(f"  wall time {result.wall_seconds:.2f} s")
 
 
-def _run_joint(w, policy_spec, engine, mode, objective, as_json, segments_path, lp_bound,
-               time_scale=None):
-    """``run`` on a joint workload: the joint simulator (emulate.jobsim) or the emulation
-    (tasks on the agents, controller.joint_runtime)."""
+def _network_spec(w, policy_spec: str) -> str:
+    """The network half of ``policy_spec`` (``compute+network`` on a joint workload)."""
+    if not is_joint(w):
+        return policy_spec
+    from emulate.jobsim import split_policy
+    return split_policy(policy_spec)[1]
+
+
+def _report_joint(w, result, policy_spec, engine, opts, as_json, segments_path, lp_bound):
+    """``run``'s output on a joint workload: jobs, tasks, the compute LP bound; on the
+    emulation also the per-job error against the joint simulator."""
+    import numpy as np
+
     from controller.compute import get_compute_policy
     from controller.jobs import compute_lower_bound
-    from emulate.jobsim import simulate_joint, split_policy
-    compute, network = split_policy(policy_spec)
-    opts = policy_options(network, mode, objective)
-    if engine == "sim":
-        result = simulate_joint(w, policy_spec, segments=bool(segments_path),
-                                network_options=opts)
-    else:
-        from emulate.cli_emulation import run_mininet
-        kw = {} if time_scale is None else {"time_scale": time_scale}
-        result = run_mininet(w, policy_spec, segments=bool(segments_path), progress=True,
-                             network_options=opts, **kw)
+    from emulate.engines import get_engine
+    from emulate.jobsim import split_policy
+    compute, _ = split_policy(policy_spec)
     lp = get_compute_policy(compute).lower_bound
     bound = None
     if lp_bound and sum(len(s.tasks) for s in w.stages) <= 1000:
@@ -216,7 +215,8 @@ def _run_joint(w, policy_spec, engine, mode, objective, as_json, segments_path, 
     click.echo(f"  total weighted job completion {doc['total_weighted_job_completion']:.6g}"
                + (f", {lp.upper()} lower bound {bound:.6g}" if bound is not None else ""))
     if engine != "sim":
-        sim = simulate_joint(w, policy_spec, network_options=opts)
+        sim = get_engine("sim").run(w, policy_spec, replace(opts, segments=False,
+                                                            progress=False))
         sim_jct = sim.job_completion - sim.job_release
         err = jct / sim_jct - 1
         click.echo(f"  against the joint simulator: per-job time error median "
@@ -230,7 +230,7 @@ def _run_joint(w, policy_spec, engine, mode, objective, as_json, segments_path, 
 @workload_options
 @click.option("--policies", default="fifo,scf,sebf,sincronia,aalo,fair,lp-coflow,lp-flow",
               show_default=True, help="Comma-separated policy names.")
-@click.option("--engine", type=click.Choice(["sim", "mininet"]), default="sim",
+@click.option("--engine", type=click.Choice(list(engines())), default="sim",
               show_default=True)
 @click.option("--mode", type=click.Choice(["offline", "online"]))
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
@@ -248,13 +248,14 @@ def compare(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_
     from experiments.plots import cct_cdf
     w = load_workload(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time,
                       zero_release, limit)
-    if not isinstance(w, Workload):
+    if is_joint(w):
         raise click.BadParameter("compare takes coflow-only workloads; run a joint workload "
                                  "with `coflowemu run --policy compute+network` (or "
                                  "experiments/mapreduce.py for a comparison)")
     names = [p.strip() for p in policies.split(",") if p.strip()]
     opts = {n: policy_options(n, mode, None) for n in names}
     plot_path = plot_path or os.path.join(out_dir or "results", "cct-cdf.png")
+    from controller.lp.bound import lp_bound_for
     bound = lp_bound_for(w) if lp_bound else None
     cmp = do_compare(w, names, engine=engine, lp_bound=bound, out_dir=out_dir,
                      progress=True, options_for=opts.get, resume=resume)
@@ -288,7 +289,7 @@ def bound(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_re
     from controller.lp.coflow import solve_coflow_lp, solve_flow_lp
     w = load_workload(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time,
                       zero_release, limit)
-    if lp.startswith("synchpack") or not isinstance(w, Workload):
+    if lp.startswith("synchpack") or is_joint(w):
         return _compute_bound(w, lp, objective, as_json)
     if not w.fabric.identical:
         raise click.BadParameter("the LPs assume identical cores; this fabric has core_rates "
@@ -310,7 +311,7 @@ def bound(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_re
 def _compute_bound(w, lp, objective, as_json):
     """``bound --lp synchpack-k`` on a joint workload: LP1/LP2/LP3 over its stages."""
     from controller.jobs import LOWER_BOUNDS, compute_lower_bound
-    if isinstance(w, Workload):
+    if not is_joint(w):
         raise click.BadParameter(f"--lp {lp} bounds joint workloads (machines, stages, "
                                  f"jobs: docs/jobs.md); this workload has coflows only")
     if lp not in LOWER_BOUNDS:
@@ -334,6 +335,7 @@ def _compute_bound(w, lp, objective, as_json):
 @main.command()
 def policies():
     """List the available policies (network, then compute for joint workloads)."""
+    from controller.policies import available
     from controller.compute import compute_policies
     for name, cls in available().items():
         click.echo(f"{name:<14}{cls.summary}")

@@ -1,8 +1,9 @@
 """Command-line commands of the real emulation: ``topo``, ``clean``, ``fidelity``.
 
-``emulate.cli`` adds :func:`commands` to ``coflowemu`` and calls :func:`run_mininet` for
-``coflowemu run --engine mininet``. All of them need root and the system set-up of
-``scripts/setup-system.sh``; without it they say so and exit with code 2.
+``emulate.cli`` adds :func:`commands` to ``coflowemu`` (``coflowemu run --engine mininet``
+goes through :mod:`emulate.engines`). All of them need root and the system set-up of
+``scripts/setup-system.sh``; without it they say so and exit with code 2 (the engine's
+errors become messages in ``emulate.cli``).
 
 Examples
 --------
@@ -24,34 +25,6 @@ import click
 from emulate.units import parse_bytes, parse_rate
 
 
-def _emulation_errors(fn):
-    """EmulationError -> one line on stderr and exit 2 (setup) / 1 (the run failed)."""
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        from emulate.mininet_engine import EmulationError, Interrupted
-        try:
-            return fn(*args, **kwargs)
-        except EmulationError as e:
-            setup = "root" in str(e) or "setup-system" in str(e) or "not installed" in str(e)
-            click.echo(f"coflowemu: error: {e}", err=True)
-            sys.exit(2 if setup else 1)
-        except Interrupted:
-            click.echo("coflowemu: interrupted; everything was cleaned up", err=True)
-            sys.exit(143)
-    return wrapper
-
-
-@_emulation_errors
-def run_mininet(workload, policy, *, time_scale: float = 1.0, segments: bool = True,
-                progress: bool = False, **options):
-    """:func:`emulate.mininet_engine.run_mininet` with errors as CLI messages."""
-    from emulate.mininet_engine import run_mininet as run
-    return run(workload, policy, time_scale=time_scale, segments=segments,
-               progress=progress, **options)
-
-
 @click.command()
 @click.option("--hosts", type=int, default=4, show_default=True)
 @click.option("--cores", type=int, default=2, show_default=True)
@@ -59,7 +32,6 @@ def run_mininet(workload, policy, *, time_scale: float = 1.0, segments: bool = T
 @click.option("--core-rates", help="Comma-separated rate per core (overrides --rate).")
 @click.option("--datapath", type=click.Choice(["kernel", "user"]),
               help="OVS datapath (default: kernel when its module exists).")
-@_emulation_errors
 def topo(hosts, cores, rate, core_rates, datapath):
     """Open the Mininet CLI on the emulated fabric, controller running.
 
@@ -113,7 +85,6 @@ def clean(force):
 @click.option("--time-scale", type=float, default=1.0, show_default=True,
               help="Run the emulation this many times slower than the workload.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per policy.")
-@_emulation_errors
 def fidelity(workload, policies, seed, hosts, cores, coflows, rate, mean_size, time_scale,
              as_json):
     """Run a workload in the simulator and on Mininet; print per-coflow CCT errors.
@@ -121,7 +92,7 @@ def fidelity(workload, policies, seed, hosts, cores, coflows, rate, mean_size, t
     The error of a coflow is |CCT_emulated / CCT_simulated - 1|; the report gives its
     median, p90 and max, and link utilisation in both engines.
     """
-    from emulate.fidelity import compare, summarize
+    from emulate.fidelity import measure, summarize
     if (workload is None) == (seed is None):
         raise click.UsageError("give a WORKLOAD file or --random SEED")
     if seed is not None:
@@ -135,7 +106,7 @@ def fidelity(workload, policies, seed, hosts, cores, coflows, rate, mean_size, t
                           rate_bps=parse_rate(rate) if rate else None)
     reports = []
     for name in policies:
-        rep = compare(w, name, time_scale=time_scale)
+        rep = measure(w, name, time_scale=time_scale)
         reports.append(rep)
         click.echo(json.dumps(rep.to_json()) if as_json else rep.format())
     if len(reports) > 1 and not as_json:

@@ -1,6 +1,6 @@
 """Fidelity: how closely the real emulation reproduces the simulator.
 
-The same workload and policy run in both engines (:func:`compare`); the report gives, per
+The same workload and policy run in both engines (:func:`measure`); the report gives, per
 coflow, the relative CCT error ``|CCT_emulated / CCT_simulated - 1|`` and its median, p90
 and max, and the links' utilisation in both runs:
 
@@ -175,26 +175,26 @@ def wire_utilisation(r: RunResult) -> dict | None:
     return {"mean": float(u.mean()), "max": float(u.max())}
 
 
-def compare(workload: Workload, policy: str, *, time_scale: float = 1.0,
+def measure(workload: Workload, policy: str, *, time_scale: float = 1.0,
             **mininet_options) -> FidelityReport:
-    """Run ``workload`` under ``policy`` in the simulator and on Mininet; the report."""
-    from controller.policies import get_policy
-    from emulate.mininet_engine import run_mininet
-    from emulate.sim import simulate
-    sim = simulate(workload, get_policy(policy), segments=True)
-    emu = run_mininet(workload, get_policy(policy), time_scale=time_scale, segments=True,
-                      **mininet_options)
+    """Run ``workload`` under ``policy`` in the simulator and on Mininet; the report.
+
+    ``mininet_options`` are the emulation engine's own options (``pause``, ...)."""
+    from emulate.engines import RunOptions, get_engine
+    sim = get_engine("sim").run(workload, policy, RunOptions(segments=True))
+    emu = get_engine("mininet").run(workload, policy, RunOptions(
+        segments=True, time_scale=time_scale, engine_options=mininet_options))
     return FidelityReport(workload, policy, sim, emu)
 
 
-def against_simulator(result: RunResult, policy) -> FidelityReport:
-    """The report of an emulated ``result``: simulate the same workload with a fresh
-    ``policy`` (name or ``module:Class``; options as the emulated run had them) and
-    compare. ``coflowemu run --engine mininet`` prints its :meth:`FidelityReport.format`."""
-    from controller.policies import get_policy
-    from emulate.sim import simulate
-    pol = get_policy(policy) if isinstance(policy, str) else policy
-    sim = simulate(result.workload, pol, segments=True)
+def against_simulator(result: RunResult, policy: str,
+                      policy_options: dict | None = None) -> FidelityReport:
+    """The report of an emulated ``result``: simulate the same workload under ``policy``
+    (name or ``module:Class``, with the options the emulated run had) and compare.
+    ``coflowemu run --engine mininet`` prints its :meth:`FidelityReport.format`."""
+    from emulate.engines import RunOptions, get_engine
+    sim = get_engine("sim").run(result.workload, policy, RunOptions(
+        segments=True, policy_options=dict(policy_options or {})))
     return FidelityReport(result.workload, result.policy, sim, result)
 
 

@@ -43,6 +43,7 @@ from controller.classes import htb_priority_tree
 from controller.model import Workload
 from controller.runtime import RunConfig
 from emulate import clean as cleaner
+from emulate.engines import EngineError, Interrupted
 from emulate.records import RunResult, Segments
 from topologies.mininet_topo import (ParallelTopo, build_network, choose_datapath,
                                      host_name, stop_network, switch_intf)
@@ -54,12 +55,9 @@ CAPACITY_BPS = 200e6
 """Total forwarded rate up to which the userspace switch keeps per-flow rates accurate."""
 
 
-class EmulationError(RuntimeError):
-    """The emulation could not run (not root, OVS missing, controller or agent failed)."""
-
-
-class Interrupted(BaseException):
-    """SIGTERM during a run (raised in the main thread so that cleanup runs)."""
+class EmulationError(EngineError):
+    """The emulation could not run (not root, OVS missing: ``setup``) or failed
+    (controller or agent)."""
 
 
 def offered_load_bps(workload, time_scale: float = 1.0) -> float:
@@ -91,21 +89,22 @@ def preflight() -> None:
     """Raise :class:`EmulationError` with what to do when the system is not ready."""
     if os.geteuid() != 0:
         raise EmulationError("the Mininet engine needs root (network namespaces, Open "
-                             "vSwitch); run as root, after scripts/setup-system.sh")
+                             "vSwitch); run as root, after scripts/setup-system.sh",
+                             setup=True)
     for tool in ("mnexec", "ovs-vsctl", "tc", "ethtool"):
         if not shutil.which(tool):
             raise EmulationError(f"{tool} not found: run scripts/setup-system.sh (installs "
-                                 f"mininet, openvswitch-switch, iperf3, ethtool)")
+                                 f"mininet, openvswitch-switch, iperf3, ethtool)", setup=True)
     r = subprocess.run(["ovs-vsctl", "--timeout=3", "show"], capture_output=True, text=True)
     if r.returncode != 0:
         raise EmulationError("Open vSwitch is not running: run scripts/setup-system.sh "
-                             f"(it starts it) [{r.stderr.strip()}]")
+                             f"(it starts it) [{r.stderr.strip()}]", setup=True)
     try:
         import mininet  # noqa: F401
         import os_ken  # noqa: F401
     except ImportError as e:
-        raise EmulationError(f"{e.name} is not installed: pip install -e '.[emulation]'") \
-            from None
+        raise EmulationError(f"{e.name} is not installed: pip install -e '.[emulation]'",
+                             setup=True) from None
 
 
 def _free_port() -> int:

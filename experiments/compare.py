@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from controller.model import Workload
-from controller.policies import get_policy
+from emulate.engines import RunOptions, get_engine
 from emulate.records import RunResult, atomic_write
 
 
@@ -80,19 +80,6 @@ class Comparison:
                 "rows": [r.__dict__ for r in self.rows]}
 
 
-def run_policy(workload: Workload, spec: str, *, engine: str = "sim", segments: bool = False,
-               progress: bool = False, **options) -> RunResult:
-    """Run one policy (by name or dotted path) on ``workload`` with ``engine``."""
-    policy = get_policy(spec, **options)
-    if engine == "sim":
-        from emulate.sim import simulate
-        return simulate(workload, policy, segments=segments, progress=progress)
-    if engine == "mininet":
-        from emulate.cli_emulation import run_mininet
-        return run_mininet(workload, policy, segments=segments, progress=progress)
-    raise ValueError(f"unknown engine {engine!r} (sim or mininet)")
-
-
 def compare(workload: Workload, policies: list[str], *, engine: str = "sim",
             lp_bound: float | None = None, out_dir: str | None = None,
             progress: bool = False, options_for=None, resume: bool = False) -> Comparison:
@@ -108,7 +95,8 @@ def compare(workload: Workload, policies: list[str], *, engine: str = "sim",
         run = _load_record(workload, path) if resume and path else None
         if run is None:
             opts = options_for(spec) if options_for else {}
-            run = run_policy(workload, spec, engine=engine, progress=progress, **opts)
+            run = get_engine(engine).run(workload, spec, RunOptions(
+                progress=progress, policy_options=opts))
             if path:
                 atomic_write(path, json.dumps(run.to_json(lp_bound), indent=1))
         runs.append(run)

@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 
+from controller.lp.bound import lp_bound_for
 from emulate.records import atomic_write
 from emulate.traces import random_workload, write_json
 from experiments.compare import compare
@@ -31,7 +32,6 @@ def demo_workload(seed: int = 7):
 
 def run_demo(seed: int = 7, out_dir: str = "results/demo") -> str:
     """Run the demo comparison; returns the printed report."""
-    from emulate.cli import lp_bound_for
     w = demo_workload(seed)
     os.makedirs(out_dir, exist_ok=True)
     write_json(w, os.path.join(out_dir, "workload.json"))
@@ -67,7 +67,6 @@ def run_demo_emulation(seed: int = 7, out_dir: str = "results/demo-emulation") -
     w = emulation_workload(seed)
     os.makedirs(out_dir, exist_ok=True)
     write_json(w, os.path.join(out_dir, "workload.json"))
-    from emulate.cli import lp_bound_for
     bound = lp_bound_for(w)
     sim = compare(w, EMULATION_POLICIES, lp_bound=bound, out_dir=os.path.join(out_dir, "sim"))
     emu = compare(w, EMULATION_POLICIES, engine="mininet", lp_bound=bound,

@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from controller.jobs import JointWorkload, compute_lower_bound, mapreduce_jobs
-from emulate.jobsim import simulate_joint
+from emulate.engines import engines, get_engine
 from emulate.records import atomic_write
 from emulate.traces import write_json
 
@@ -100,12 +100,11 @@ def run(cfg: Config, verbose: bool = True) -> tuple[list[dict], str]:
             for c in cfg.compute:
                 for n in cfg.network:
                     t0 = time.perf_counter()
-                    r = simulate_joint(w, f"{c}+{n}")
+                    r = get_engine("sim").run(w, f"{c}+{n}")
                     versus = {}
-                    if cfg.engine == "mininet":
-                        from emulate.mininet_engine import run_mininet
+                    if cfg.engine != "sim":
                         sim = r
-                        r = run_mininet(w, f"{c}+{n}")
+                        r = get_engine(cfg.engine).run(w, f"{c}+{n}")
                         err = np.abs((r.job_completion - r.job_release) /
                                      (sim.job_completion - sim.job_release) - 1)
                         versus = {"sim_weighted_completion": sim.total_weighted_job_completion,
@@ -158,7 +157,7 @@ def tables(rows: list[dict], cfg: Config) -> str:
                     key=lambda p: mean(*p, "weighted_completion"))
         what = ("Poisson arrivals, mean gap " + f"{cfg.gap:g} s" if setting == "arrivals"
                 else "all jobs at time 0")
-        where = " on the emulation" if cfg.engine == "mininet" else ""
+        where = " on the emulation" if cfg.engine != "sim" else ""
         out.append(f"{setting}{where}: {r0['jobs']} MapReduce jobs ({what}), "
                    f"{cfg.ports} hosts x "
                    f"{cfg.cores} cores x {cfg.rate_bps / 1e6:g} Mbit/s; sum_j w_j C_j "
@@ -184,7 +183,7 @@ def tables(rows: list[dict], cfg: Config) -> str:
                        f"{mean(c, n, 'weighted_mean_job_time'):.2f}" for n in cfg.network])
                 + " |")
         out.append("")
-        if cfg.engine == "mininet":
+        if cfg.engine != "sim":
             out.append(f"{setting}: per-job |time emulated / time simulated - 1|, "
                        f"median / max over jobs (worst seed)")
             out.append("| " + " | ".join(head) + " |")
@@ -213,7 +212,7 @@ def main(argv=None):
     p.add_argument("--write-workloads", metavar="DIR",
                    help="also write every workload as JSON into DIR")
     p.add_argument("--quick", action="store_true", help="one seed (smoke run)")
-    p.add_argument("--engine", choices=("sim", "mininet"), default="sim",
+    p.add_argument("--engine", choices=tuple(engines()), default="sim",
                    help="mininet (root): run every pair on the emulation too")
     args = p.parse_args(argv)
 

@@ -51,6 +51,8 @@ import time
 import highspy
 import numpy as np
 
+from controller.lp.solver import new_highs
+
 __all__ = ["PortItems", "PrefixViolations", "prefix_violations", "subset_rhs",
            "CutSelection", "select_cuts", "CuttingPlane", "CutLoopResult", "LPSolveError"]
 
@@ -301,8 +303,7 @@ class CuttingPlane:
         self.cap = int(cap)
         self.drop_slack = drop_slack
         self.n_col = len(cost)
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = new_highs()
         h.setOptionValue("presolve", "off")
         h.setOptionValue("solver", "simplex")
         # rows must hold well inside the separation tolerance, or a cut already in the LP

@@ -1,0 +1,41 @@
+"""The LP solver: HiGHS through ``highspy``, with nothing written to standard output.
+
+HiGHS prints a banner (``Running HiGHS 1.16.0 ... Copyright ...``) from C++ straight to
+file descriptor 1 when a solver object is created, before any option (``output_flag``)
+can be set. Python-level redirection (``contextlib.redirect_stdout``) does not see it,
+and a command's ``--json`` output would no longer be one JSON document. So
+:func:`new_highs` points descriptor 1 at ``/dev/null`` while the object is constructed,
+then restores it, and turns the solver's own logging off.
+
+Examples
+--------
+>>> h = new_highs()          # prints nothing, on any descriptor
+>>> h.getOptionValue("output_flag")[1]
+False
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import highspy
+
+_FD_LOCK = threading.Lock()  # one redirection of descriptor 1 at a time in this process
+
+
+def new_highs() -> highspy.Highs:
+    """A new ``highspy.Highs`` with output off, created without writing to stdout."""
+    with _FD_LOCK:
+        sys.stdout.flush()  # what Python buffered belongs on the real stdout
+        saved = os.dup(1)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 1)
+            h = highspy.Highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(devnull)
+    h.setOptionValue("output_flag", False)
+    return h
