@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup system demo-emulation benchmarks clean
+.PHONY: demo test setup warm system demo-emulation benchmarks clean
 
 $(STAMP): setup.py
 	@$(PY) -m venv --help >/dev/null 2>&1 || { echo "python3 venv missing: run 'apt-get install -y python3-venv' as root"; exit 2; }
@@ -18,19 +18,23 @@ $(STAMP): setup.py
 
 setup: $(STAMP)
 
-demo: setup
+# numba kernels compiled (or loaded from their cache) before anything is timed
+warm: setup
+	$(BIN)/python -m emulate.warmup
+
+demo: warm
 	$(BIN)/coflowemu demo
 
 system:
 	bash scripts/setup-system.sh
 
-test: setup system
+test: warm system
 	$(BIN)/python -m pytest -q tests
 
-demo-emulation: setup system
+demo-emulation: warm system
 	$(BIN)/coflowemu demo-emulation
 
-benchmarks: setup
+benchmarks: warm
 	for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:

@@ -84,7 +84,8 @@ def clean(force):
               help="--random: mean bytes per coflow.")
 @click.option("--time-scale", type=float, default=1.0, show_default=True,
               help="Run the emulation this many times slower than the workload.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per policy.")
+@click.option("--json", "as_json", is_flag=True,
+              help='One JSON object: {"reports": [one per policy], "summary": pooled}.')
 def fidelity(workload, policies, seed, hosts, cores, coflows, rate, mean_size, time_scale,
              as_json):
     """Run a workload in the simulator and on Mininet; print per-coflow CCT errors.
@@ -108,9 +109,12 @@ def fidelity(workload, policies, seed, hosts, cores, coflows, rate, mean_size, t
     for name in policies:
         rep = measure(w, name, time_scale=time_scale)
         reports.append(rep)
-        click.echo(json.dumps(rep.to_json()) if as_json else rep.format())
-    if len(reports) > 1 and not as_json:
-        s = summarize(reports)
+        if not as_json:
+            click.echo(rep.format())
+    s = summarize(reports)
+    if as_json:
+        click.echo(json.dumps({"reports": [r.to_json() for r in reports], "summary": s}))
+    elif len(reports) > 1:
         click.echo(f"all policies: {s['coflows']} coflows, median {s['median']:.2%}, "
                    f"p90 {s['p90']:.2%}, max {s['max']:.2%}")
 

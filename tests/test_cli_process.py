@@ -1,0 +1,146 @@
+"""The command line's contract at the process boundary, as a shell script meets it.
+
+Every command runs as a subprocess of the installed console script (``.venv/bin/coflowemu``)
+with stdout and stderr as pipes, the way ``coflowemu run w.json --json | jq`` does. What
+click's in-process runner cannot see is checked here: C libraries write to file
+descriptor 1 directly (HiGHS printed its banner before every ``--json`` document while
+the in-process tests stayed green). So:
+
+* every ``--json`` output is exactly one JSON document on stdout, nothing before or after
+  it (logs and progress go to stderr);
+* every file a command writes (workloads, segments, records, plots) is read back;
+* bad input: exit code 2, nothing on stdout, one line on stderr, no traceback.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from controller.jobs import mapreduce_jobs
+from emulate.traces import read_workload, write_json
+
+BIN = os.path.join(os.path.dirname(sys.executable), "coflowemu")
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def coflowemu(*args, cwd=None, timeout=600) -> subprocess.CompletedProcess:
+    return subprocess.run([BIN, *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def one_json_document(out: subprocess.CompletedProcess):
+    """The whole of stdout parsed as one JSON value (fails on any banner or extra line)."""
+    assert out.returncode == 0, out.stderr
+    assert "HiGHS" not in out.stdout
+    return json.loads(out.stdout)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A generated coflow workload (with a DAG) and a MapReduce joint workload."""
+    d = tmp_path_factory.mktemp("cli")
+    out = coflowemu("generate", "--seed", 3, "--ports", 4, "--cores", 2, "--coflows", 6,
+                    "--chi", 2, "--out", d / "w.json")
+    assert out.returncode == 0, out.stderr
+    write_json(mapreduce_jobs(0, n_jobs=2, ports=4), str(d / "mr.json"))
+    return d
+
+
+def test_generate_writes_a_workload_the_readers_accept(files):
+    w = read_workload(str(files / "w.json"))
+    assert len(w.coflows) == 6 and w.fabric.cores == 2 and w.chi == 2
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "w.json", "--policy", "sebf", "--json"],
+    ["run", "w.json", "--policy", "lp-flow", "--mode", "online", "--json"],
+    ["bound", "w.json", "--lp", "flow", "--json"],
+    ["bound", "w.json", "--lp", "coflow", "--objective", "makespan", "--json"],
+    ["bound", "w.json", "--lp", "single", "--json"],
+    ["run", "mr.json", "--policy", "synchpack-3+lp-coflow", "--json"],
+    ["bound", "mr.json", "--lp", "synchpack-3", "--json"],
+], ids=lambda a: "-".join(a[:1] + a[2:4] + a[4:6]))
+def test_every_json_output_is_exactly_one_json_document_on_stdout(files, args):
+    doc = one_json_document(coflowemu(*args, cwd=files))
+    assert isinstance(doc, dict)
+    assert doc.get("value", doc.get("total_weighted_completion")) is not None
+
+
+def test_run_writes_segments_as_json_lines_and_prints_one_document(files):
+    doc = one_json_document(coflowemu("run", "w.json", "--policy", "fifo", "--json",
+                                      "--segments", "seg.jsonl", cwd=files))
+    with open(files / "seg.jsonl") as fh:
+        segs = [json.loads(line) for line in fh]
+    assert segs and {"coflow", "src", "dst", "core", "start", "end"} <= set(segs[0])
+    assert max(s["end"] for s in segs) == pytest.approx(doc["makespan"])
+
+
+def test_joint_run_writes_task_and_flow_segments(files):
+    doc = one_json_document(coflowemu("run", "mr.json", "--policy", "psrs+sebf", "--json",
+                                      "--segments", "mr-seg.jsonl", cwd=files))
+    assert len(doc["jobs"]) == 2
+    with open(files / "mr-seg.jsonl") as fh:
+        segs = [json.loads(line) for line in fh]
+    assert any("task" in s for s in segs) and any("coflow" in s for s in segs)
+
+
+def test_compare_prints_one_document_and_writes_records_and_plot(files):
+    out = coflowemu("compare", "w.json", "--policies", "fifo,sincronia", "--json",
+                    "--out", "cmp", cwd=files)
+    doc = one_json_document(out)
+    assert [r["policy"] for r in doc["rows"]] == ["fifo", "sincronia"]
+    with open(files / "cmp" / "compare.json") as fh:
+        assert json.load(fh)["rows"] == doc["rows"]
+    for p in ("fifo", "sincronia"):
+        with open(files / "cmp" / f"run-{p}.json") as fh:
+            assert json.load(fh)["policy"] == p
+    assert (files / "cmp" / "cct-cdf.png").read_bytes().startswith(PNG)
+
+
+def test_gantt_draws_the_segments_a_run_wrote(files):
+    assert coflowemu("run", "w.json", "--policy", "sebf", "--segments", "g.jsonl",
+                     cwd=files).returncode == 0
+    out = coflowemu("gantt", "g.jsonl", "--out", "g.png", cwd=files)
+    assert out.returncode == 0, out.stderr
+    assert (files / "g.png").read_bytes().startswith(PNG)
+
+
+def test_policies_lists_network_and_compute_policies_on_stdout(files):
+    out = coflowemu("policies")
+    assert out.returncode == 0 and out.stderr == ""
+    names = {line.split()[0] for line in out.stdout.splitlines() if line[:1].isalnum()}
+    assert {"sebf", "lp-coflow", "synchpack-3", "psrs"} <= names
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "missing.json", "--json"],
+    ["run", "w.json", "--policy", "no-such-policy", "--json"],
+    ["run", "w.json", "--rate", "fast", "--json"],
+    ["bound", "mr.json", "--lp", "flow", "--json"],
+], ids=["missing-file", "unknown-policy", "bad-rate", "wrong-lp"])
+def test_bad_input_exits_2_with_one_line_on_stderr_and_nothing_on_stdout(files, args):
+    out = coflowemu(*args, cwd=files)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert out.stdout == ""
+    assert "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the emulation needs root")
+def test_fidelity_json_is_one_document_with_a_report_per_policy(tmp_path):
+    from emulate.engines import EngineError
+    from emulate.mininet_engine import preflight
+    try:
+        preflight()
+    except EngineError as e:
+        pytest.skip(str(e))
+    out = coflowemu("fidelity", "--random", 1, "--hosts", 3, "--cores", 1, "--coflows", 3,
+                    "--rate", "20Mbps", "--mean-size", "1MB", "--policy", "fifo",
+                    "--policy", "sincronia", "--json", cwd=tmp_path)
+    doc = one_json_document(out)
+    assert [r["policy"] for r in doc["reports"]] == ["fifo", "sincronia"]
+    assert doc["summary"]["coflows"] == 6
