@@ -484,6 +484,23 @@ def mapreduce_jobs(seed=0, *, n_jobs: int = 12, ports: int = 8, cores: int = 2,
                          name=name or f"mapreduce-s{seed}-p{ports}-m{cores}-j{n_jobs}")
 
 
+def joint_from_compute(cw: ComputeWorkload, fabric: Fabric, *,
+                       name: str | None = None) -> JointWorkload:
+    """A compute workload as a joint workload with no coflows: machine ``i`` on port ``i``,
+    each compute job a joint job whose arcs are its stages' ``after`` lists.
+
+    Such a workload runs with a compute policy alone (``--policy synchpack-3``); its
+    :attr:`JointWorkload.compute` is ``cw`` again (same jobs, stages, tasks, weights).
+    """
+    stages, jobs = [], []
+    for j in cw.jobs:
+        stages += [Stage(s.id, s.tasks) for s in j.stages]
+        arcs = tuple((a, s.id) for s in j.stages for a in s.after)
+        jobs.append(JointJob(j.id, tuple(s.id for s in j.stages), (), arcs, j.weight,
+                             j.priority))
+    return JointWorkload(fabric, cw.machines, stages, (), jobs, name=name or cw.name)
+
+
 # ---------------------------------------------------------------------------- bounds
 #: the compute LP of each SynchPack algorithm (``coflowemu bound --lp synchpack-k``)
 LOWER_BOUNDS = {"synchpack-1": "lp1", "synchpack-2": "lp2", "synchpack-3": "lp3"}

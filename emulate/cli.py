@@ -20,6 +20,7 @@ from dataclasses import replace
 import click
 
 from emulate.engines import EngineError, Interrupted, engines, is_joint
+from emulate.generators import GeneratorError, kinds
 from emulate.units import UnitError, parse_bytes, parse_rate
 
 # Start-up time matters (scripts call the CLI in loops): numpy, numba, scipy, networkx
@@ -36,7 +37,7 @@ def _user_errors() -> tuple:
     only, so that a command that never loads a workload never imports the model)."""
     from controller.model import WorkloadError
     from controller.policies import PolicyError
-    return (WorkloadError, PolicyError, UnitError, click.BadParameter)
+    return (WorkloadError, PolicyError, UnitError, GeneratorError, click.BadParameter)
 
 
 class _Group(click.Group):
@@ -346,36 +347,58 @@ def policies():
 
 
 @main.command()
+@click.option("--kind", type=click.Choice(list(kinds())), default=None,
+              help="What to generate (default: coflows; jobs with --jobs).")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--ports", type=int, default=8, show_default=True)
+@click.option("--ports", type=int, default=8, show_default=True,
+              help="Hosts (the machines of a joint workload).")
 @click.option("--cores", type=int, default=2, show_default=True)
-@click.option("--coflows", type=int, default=20, show_default=True)
 @click.option("--rate", default="1Gbps", show_default=True)
-@click.option("--mean-size", default="2MB", show_default=True,
-              help="Mean bytes per coflow.")
-@click.option("--chi", type=int, default=1, show_default=True,
-              help="Coflows on the longest precedence path (1 = no DAG).")
-@click.option("--jobs", type=int, default=0,
-              help="Generate this many multi-stage jobs instead of independent coflows.")
-@click.option("--load", type=float, default=0.7, show_default=True,
-              help="Offered load (arrival rate x mean size / capacity); 0 = all at time 0.")
-@click.option("--out", "out", type=click.Path(dir_okay=False), required=True)
-def generate(seed, ports, cores, coflows, rate, mean_size, chi, jobs, load, out):
-    """Write a seeded synthetic workload (JSON)."""
-    from emulate.traces import multi_stage_jobs, random_workload, write_json
-    rate_bps, mean = parse_rate(rate), parse_bytes(mean_size)
-    if jobs:
-        w = multi_stage_jobs(seed, ports=ports, cores=cores, jobs=jobs, rate_bps=rate_bps,
-                             mean_bytes=mean)
-    else:
-        arrival = (load * ports * cores * rate_bps / 8.0 / mean) if load > 0 else 1e12
-        w = random_workload(seed, ports=ports, cores=cores, coflows=coflows, rate_bps=rate_bps,
-                            mean_bytes=mean, arrival_rate=arrival, chi=chi)
-        if load <= 0:
-            w = w.replace(coflows=tuple(type(c)(c.id, c.flows, 0.0, c.weight) for c in w.coflows))
+@click.option("--coflows", type=int, help="coflows: number of coflows [20].")
+@click.option("--mean-size", help="coflows, jobs: mean bytes per coflow [2MB].")
+@click.option("--chi", type=int, help="coflows: coflows on the longest precedence path "
+                                      "(1 = no DAG) [1].")
+@click.option("--jobs", type=int, help="jobs: number of multi-stage jobs (implies "
+                                       "--kind jobs).")
+@click.option("--load", type=float, help="coflows: offered load (arrival rate x mean size "
+                                         "/ capacity); 0 = all at time 0 [0.7].")
+@click.option("--param", "-p", "params", multiple=True, metavar="NAME=VALUE",
+              help="A parameter of the kind (repeat; see --list-params).")
+@click.option("--list-params", is_flag=True, help="Print the kind's parameters and exit.")
+@click.option("--out", "out", type=click.Path(dir_okay=False))
+def generate(kind, seed, ports, cores, rate, coflows, mean_size, chi, jobs, load, params,
+             list_params, out):
+    """Write a seeded synthetic workload (JSON) of one kind.
+
+    Kinds: coflows (independent coflows, releases, DAG), jobs (multi-stage coflow jobs),
+    mapreduce (joint: map -> shuffle -> reduce), google (joint, compute only)."""
+    from emulate.generators import generate as make, params_of
+    kind = kind or ("jobs" if jobs else "coflows")
+    if list_params:
+        for name, default in params_of(kind).items():
+            click.echo(f"{name}={default!r}")
+        return
+    if out is None:
+        raise click.UsageError("Missing option '--out'.")
+    given = dict(p.split("=", 1) if "=" in p else (p, None) for p in params)
+    bad = [k for k, v in given.items() if v is None]
+    if bad:
+        raise click.BadParameter(f"--param {bad[0]}: write NAME=VALUE")
+    for key, value in (("coflows", coflows), ("chi", chi), ("load", load), ("jobs", jobs),
+                       ("mean_bytes", parse_bytes(mean_size) if mean_size else None)):
+        if value is not None:
+            given[key] = value
+    w = make(kind, seed=seed, ports=ports, cores=cores, rate_bps=parse_rate(rate),
+             params=given)
+    from emulate.traces import write_json
     write_json(w, out)
-    click.echo(f"wrote {out}: {len(w.coflows)} coflows, {w.arrays.n_flows} flows, "
-               f"{w.fabric.ports} ports, {w.fabric.cores} cores")
+    if is_joint(w):
+        click.echo(f"wrote {out}: {len(w.jobs)} jobs, {len(w.stages)} stages, "
+                   f"{sum(len(s.tasks) for s in w.stages)} tasks, {len(w.coflows)} coflows, "
+                   f"{len(w.machines)} machines")
+    else:
+        click.echo(f"wrote {out}: {len(w.coflows)} coflows, {w.arrays.n_flows} flows, "
+                   f"{w.fabric.ports} ports, {w.fabric.cores} cores")
 
 
 @main.command()

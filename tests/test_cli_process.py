@@ -55,6 +55,29 @@ def test_generate_writes_a_workload_the_readers_accept(files):
     assert len(w.coflows) == 6 and w.fabric.cores == 2 and w.chi == 2
 
 
+@pytest.mark.parametrize("kind, params, policy", [
+    ("coflows", ["-p", "coflows=4"], "sebf"),
+    ("jobs", ["-p", "jobs=2"], "lp-coflow"),
+    ("mapreduce", ["-p", "n_jobs=2"], "synchpack-3+sebf"),
+    ("google", ["-p", "n_jobs=3"], "synchpack-3+fifo"),
+])
+def test_every_generator_kind_writes_a_workload_that_runs(tmp_path, kind, params, policy):
+    from emulate.generators import kinds
+    assert kind in kinds()
+    out = coflowemu("generate", "--kind", kind, "--ports", 4, *params, "--out", "w.json",
+                    cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    doc = one_json_document(coflowemu("run", "w.json", "--policy", policy, "--json",
+                                      cwd=tmp_path))
+    assert doc["jobs" if kind in ("mapreduce", "google") else "coflows"]
+
+
+def test_every_generator_kind_is_tested():
+    from emulate.generators import kinds
+    tested = {"coflows", "jobs", "mapreduce", "google"}
+    assert set(kinds()) == tested
+
+
 @pytest.mark.parametrize("args", [
     ["run", "w.json", "--policy", "sebf", "--json"],
     ["run", "w.json", "--policy", "lp-flow", "--mode", "online", "--json"],

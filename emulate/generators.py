@@ -1,0 +1,158 @@
+"""Seeded synthetic workloads by kind: what ``coflowemu generate --kind K`` writes.
+
+A *kind* is a function ``(seed, ports, cores, rate_bps, **params) -> workload`` registered
+with :func:`kind`: the fabric comes from the command line's common options (``--ports``
+hosts, which are also the machines of a joint workload; ``--cores``; ``--rate``), the
+kind's own parameters from ``--param name=value`` (converted to the type of the
+parameter's default). ``coflowemu generate --kind K --list-params`` prints them.
+
+Built-in kinds:
+
+* ``coflows`` -- independent coflows with Poisson releases and an optional DAG
+  (:func:`emulate.traces.random_workload`; the command's ``--coflows``, ``--chi``,
+  ``--load``, ``--mean-size`` options);
+* ``jobs`` -- multi-stage jobs of coflows (:func:`emulate.traces.multi_stage_jobs`);
+* ``mapreduce`` -- joint workloads: map stage -> shuffle coflow -> reduce stage
+  (:func:`controller.jobs.mapreduce_jobs`);
+* ``google`` -- joint workloads of compute jobs only (no coflows): Google-cluster-like
+  jobs with packing and placement (:func:`controller.compute.generators.google_like`),
+  run with a compute policy alone (``--policy synchpack-3``).
+
+A new job model adds its kind here: one decorated function.
+
+Examples
+--------
+>>> w = generate("mapreduce", seed=1, ports=4, params={"n_jobs": "3"})
+>>> len(w.jobs), len(w.machines)
+(3, 4)
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Callable
+
+_KINDS: dict[str, Callable] = {}
+
+
+class GeneratorError(ValueError):
+    """Unknown kind, unknown parameter or a value of the wrong type."""
+
+
+def kind(name: str):
+    """Decorator: register a generator as ``generate --kind name``."""
+    def add(fn):
+        _KINDS[name] = fn
+        return fn
+    return add
+
+
+def kinds() -> dict[str, Callable]:
+    """Name -> generator of every kind."""
+    return dict(_KINDS)
+
+
+def params_of(name: str) -> dict[str, object]:
+    """The ``--param`` names of a kind with their defaults (the common ones excluded)."""
+    fn = _get(name)
+    return {p.name: p.default for p in inspect.signature(fn).parameters.values()
+            if p.name not in _COMMON and p.kind == p.KEYWORD_ONLY}
+
+
+def generate(name: str, *, seed: int = 0, ports: int = 8, cores: int = 2,
+             rate_bps: float = 1e9, params: dict | None = None):
+    """A workload of kind ``name``; ``params`` values may be strings (from the CLI)."""
+    fn = _get(name)
+    known = params_of(name)
+    kw = {}
+    for key, value in (params or {}).items():
+        if key not in known:
+            raise GeneratorError(f"--kind {name} has no parameter {key!r}; its parameters: "
+                                 f"{', '.join(known) or 'none'}")
+        kw[key] = _convert(name, key, value, known[key])
+    return fn(seed, ports=ports, cores=cores, rate_bps=rate_bps, **kw)
+
+
+_COMMON = ("seed", "ports", "cores", "rate_bps")
+
+
+def _get(name: str) -> Callable:
+    try:
+        return _KINDS[name]
+    except KeyError:
+        raise GeneratorError(f"unknown kind {name!r}; known: {', '.join(_KINDS)}") from None
+
+
+def _convert(name, key, value, default):
+    """``value`` (a string from the command line, or already typed) as ``default``'s type."""
+    if not isinstance(value, str):
+        return value
+    try:
+        if isinstance(default, bool):
+            if value.lower() not in ("true", "false", "1", "0"):
+                raise ValueError(value)
+            return value.lower() in ("true", "1")
+        if isinstance(default, int):
+            return int(value)
+        if isinstance(default, float) or default is None:
+            return None if value.lower() == "none" else float(value)
+        if isinstance(default, tuple):
+            return tuple(type(d)(v) for d, v in zip(default, value.split(","), strict=True))
+        return type(default)(value)
+    except ValueError:
+        raise GeneratorError(f"--param {key}={value}: --kind {name} takes "
+                             f"{type(default).__name__} values like {default!r}") from None
+
+
+# --------------------------------------------------------------------------- the kinds
+@kind("coflows")
+def coflows(seed, *, ports, cores, rate_bps, coflows: int = 20, mean_bytes: float = 2e6,
+            chi: int = 1, load: float = 0.7, name: str = ""):
+    """Independent coflows (heavy-tailed sizes), Poisson releases at offered ``load``
+    (0: all released at 0), a precedence DAG with ``chi`` coflows on its longest path."""
+    from emulate.traces import random_workload
+    arrival = (load * ports * cores * rate_bps / 8.0 / mean_bytes) if load > 0 else 1e12
+    w = random_workload(seed, ports=ports, cores=cores, coflows=coflows, rate_bps=rate_bps,
+                        mean_bytes=mean_bytes, arrival_rate=arrival, chi=chi,
+                        name=name or None)
+    if load <= 0:
+        w = w.replace(coflows=tuple(type(c)(c.id, c.flows, 0.0, c.weight)
+                                    for c in w.coflows))
+    return w
+
+
+@kind("jobs")
+def jobs(seed, *, ports, cores, rate_bps, jobs: int = 5, mean_bytes: float = 2e6):
+    """Multi-stage jobs: each a chain-like DAG of 2-4 shuffles (coflows)."""
+    from emulate.traces import multi_stage_jobs
+    return multi_stage_jobs(seed, ports=ports, cores=cores, jobs=jobs, rate_bps=rate_bps,
+                            mean_bytes=mean_bytes)
+
+
+@kind("mapreduce")
+def mapreduce(seed, *, ports, cores, rate_bps, n_jobs: int = 12,
+              map_seconds: float = 4.0, reduce_seconds: float = 6.0,
+              map_output_bytes: float = 2e6, second_round: float = 0.3,
+              mean_interarrival: float = 2.0):
+    """Joint MapReduce jobs: map stage -> shuffle coflow -> reduce stage (sometimes a
+    second shuffle and reduce); ``mean_interarrival`` 0 releases every job at 0."""
+    from controller.jobs import mapreduce_jobs
+    return mapreduce_jobs(seed, n_jobs=n_jobs, ports=ports, cores=cores, rate_bps=rate_bps,
+                          map_seconds=map_seconds, reduce_seconds=reduce_seconds,
+                          map_output_bytes=map_output_bytes, second_round=second_round,
+                          mean_interarrival=mean_interarrival or None)
+
+
+@kind("google")
+def google(seed, *, ports, cores, rate_bps, n_jobs: int = 40,
+           mean_interarrival: float = 0.0, weight_scheme: str = "random",
+           remote_fraction: float = 0.3):
+    """Joint workloads of compute jobs only: Google-cluster-like jobs (Zipf task counts,
+    log-normal durations and sizes, data locality), one machine per port."""
+    from controller.compute.generators import google_like
+    from controller.jobs import joint_from_compute
+    from topologies.fabric import Fabric
+    cw = google_like(n_jobs, ports, seed=seed, weight_scheme=weight_scheme,
+                     mean_interarrival=mean_interarrival or None,
+                     remote_fraction=remote_fraction)
+    return joint_from_compute(cw, Fabric(ports, cores, rate_bps),
+                              name=f"google-s{seed}-p{ports}-j{n_jobs}")
