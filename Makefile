@@ -20,7 +20,7 @@ setup: $(STAMP)
 
 # numba kernels compiled (or loaded from their cache) before anything is timed
 warm: setup
-	$(BIN)/python -m emulate.warmup
+	$(BIN)/python -m emulate.sim.warmup
 
 demo: warm
 	$(BIN)/coflowemu demo

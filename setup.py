@@ -13,6 +13,10 @@ setup(
         "controller.policies",
         "controller.compute",
         "emulate",
+        "emulate.cli",
+        "emulate.io",
+        "emulate.mininet",
+        "emulate.sim",
         "experiments",
     ],
     install_requires=[

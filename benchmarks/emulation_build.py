@@ -24,7 +24,7 @@ def bench_network(hosts: int, cores: int, rate: float) -> dict:
     from mininet.log import setLogLevel
 
     from controller.classes import htb_priority_tree
-    from emulate.clean import leftovers
+    from emulate.mininet.clean import leftovers
     from topologies.mininet_topo import ParallelTopo, build_network, stop_network
     setLogLevel("error")
     t = time.perf_counter()
@@ -44,7 +44,7 @@ def bench_session(hosts: int, cores: int, rate: float) -> dict:
     network built in parallel, agents, switches configured, connections opened, then the
     teardown."""
     from controller.model import Coflow, Flow, Workload
-    from emulate.mininet_engine import MininetRun
+    from emulate.mininet.engine import MininetRun
     from topologies.fabric import Fabric
     # one tiny flow per host pair on a ring, so that every agent has work and the
     # controller opens its connections; the run itself takes milliseconds

@@ -56,8 +56,8 @@ def main(argv=None) -> int:
     if os.geteuid() != 0:
         print("needs root", file=sys.stderr)
         return 2
-    from emulate.mininet_engine import run_mininet
-    from emulate.traces import random_workload
+    from emulate.mininet.engine import run_mininet
+    from emulate.io.traces import random_workload
     out = []
     for policy in args.policies.split(","):
         agg: dict[str, list] = {}

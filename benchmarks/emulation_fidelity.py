@@ -1,7 +1,7 @@
 """Benchmark: fidelity of the real emulation against the simulator, and what limits it.
 
 For each configuration (hosts x 2 cores, link rate), seed and policy, the same seeded
-workload runs in both engines (``emulate.fidelity.measure``); per-coflow errors
+workload runs in both engines (``emulate.mininet.fidelity.measure``); per-coflow errors
 ``|CCT_emu / CCT_sim - 1|`` are pooled per configuration and policy. Target (issue 3):
 median < 5 %, p90 < 15 %.
 
@@ -32,7 +32,7 @@ import numpy as np
 
 
 def workload(seed: int, hosts: int, rate: float, coflows: int, mean_bytes: float):
-    from emulate.traces import random_workload
+    from emulate.io.traces import random_workload
     return random_workload(seed, ports=hosts, cores=2, coflows=coflows, rate_bps=rate,
                            mean_bytes=mean_bytes)
 
@@ -41,7 +41,7 @@ def sensitivity_floor(w, policy: str, repeats: int = 5) -> np.ndarray:
     """Per-coflow |CCT'/CCT - 1| of the simulator against a slightly perturbed itself."""
     from controller.model import Coflow, Flow
     from controller.policies import get_policy
-    from emulate.sim import simulate
+    from emulate.sim.flowsim import simulate
     base = simulate(w, get_policy(policy)).cct
     errs = []
     for r in range(repeats):
@@ -64,7 +64,7 @@ def stats(e: np.ndarray) -> dict:
 
 
 def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, log):
-    from emulate.fidelity import TARGET_MEDIAN, TARGET_P90, measure
+    from emulate.mininet.fidelity import TARGET_MEDIAN, TARGET_P90, measure
     rows = []
     for policy in policies:
         errs, floor, bias, lat, pol_ms, util, longs = [], [], [], [], [], [], []

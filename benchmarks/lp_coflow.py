@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO))
 
 from controller.lp.coflow import solve_coflow_lp, solve_flow_lp  # noqa: E402
 from controller.lp.separation import PortItems, select_cuts, subset_rhs  # noqa: E402
-from emulate.traces import read_fb_trace  # noqa: E402
+from emulate.io.traces import read_fb_trace  # noqa: E402
 
 DEFAULT_TRACE = REPO.parent / "shared" / "traces" / "FB2010-1Hr-150-0.txt"
 
@@ -188,7 +188,7 @@ def flow_vars_section(trace, prefixes, budget):
 
 def online_section(trace, cores):
     from controller.policies import get_policy
-    from emulate.sim import simulate
+    from emulate.sim.flowsim import simulate
     w = read_fb_trace(str(trace), cores=cores)
     a = w.arrays
     line(f"\n== 4. Simulated runs with the trace's releases (m = {cores}, {a.n_flows} flows) ==")

@@ -4,9 +4,9 @@ Prints, per policy, the wall time of a full simulation (1 core, 2^30 bit/s as in
 CoflowSim), the number of inner events and policy calls, and the mean CCT. As a baseline
 in the same run, the first ``--prefix`` coflows are simulated twice under ``fifo``,
 ``fair`` and ``sebf``: with the incremental engines (the default: the priority-greedy
-matching repaired over (src, dst) pairs, ``emulate/matching.py``; max-min fair sharing
-filled over pairs, ``emulate.sim._run_fair``; rate-capped priority with its backfill
-repaired, ``emulate/capped.py``) and with the plain rescan of every eligible flow at every
+matching repaired over (src, dst) pairs, ``emulate/sim/matching.py``; max-min fair sharing
+filled over pairs, ``emulate.sim.flowsim._run_fair``; rate-capped priority with its backfill
+repaired, ``emulate/sim/capped.py``) and with the plain rescan of every eligible flow at every
 event (``incremental=False``); the ratios are what the incremental engines buy.
 
 Usage: ``python benchmarks/sim_fb2010.py [--trace PATH] [--policies a,b] [--prefix N]``
@@ -18,8 +18,8 @@ import os
 import time
 
 from controller.policies import get_policy
-from emulate.sim import Simulator, simulate
-from emulate.traces import read_fb_trace
+from emulate.sim.flowsim import Simulator, simulate
+from emulate.io.traces import read_fb_trace
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_TRACE = os.path.join(HERE, "..", "..", "shared", "traces", "FB2010-1Hr-150-0.txt")

@@ -5,7 +5,7 @@ halves: the network (coflows, scheduled by a network policy) and the compute (ta
 stages, scheduled by a compute policy). :class:`JobDriver` is the compute half and the
 rules that tie the halves together; the engines supply the network and the clock:
 
-* the joint simulator (``emulate.jobsim``) runs the network in the flow-level simulator
+* the joint simulator (``emulate.sim.jobsim``) runs the network in the flow-level simulator
   and takes the compute plan as what happens;
 * the emulation controller (``controller.joint_runtime``) runs the network on real
   switches and has the agents execute the compute plan on the hosts: a stage completes

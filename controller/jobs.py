@@ -55,7 +55,7 @@ The compute part is available as :attr:`JointWorkload.compute` (a
 stages it depends on directly or through coflows of its job) and the network part as
 :attr:`JointWorkload.network` (a :class:`~controller.model.Workload`; shuffles have no
 flows there). The JSON form is documented in ``docs/jobs.md`` and read by
-``emulate.traces``.
+``emulate.io.traces``.
 
 Examples
 --------

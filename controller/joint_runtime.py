@@ -12,7 +12,7 @@ truth comes from:
   end) is sent at its planned start to the agent of that machine's host (machine ``i`` is
   the host on port ``i``), which admits it against the host's capacity (never exceeded;
   a segment that does not fit yet waits) and holds the task's demand for the segment's
-  duration times the time scale (:mod:`emulate.slots`). A segment also waits until the
+  duration times the time scale (:mod:`emulate.mininet.slots`). A segment also waits until the
   predecessor stages of its task have *really* completed, no other segment of the task
   is still running and none planned before it still waits (a late report never lets
   precedence, "one machine at a time" or the order of a task's pieces break). At a
@@ -32,7 +32,7 @@ truth comes from:
 
 Records: the network run's (flows, segments from the receivers' counters) plus every task
 segment as the agents ran it, stage completions as reported, and when each coflow opened;
-the engine turns them into the same :class:`~emulate.jobsim.JointResult` as the simulator.
+the engine turns them into the same :class:`~emulate.sim.jobsim.JointResult` as the simulator.
 """
 from __future__ import annotations
 

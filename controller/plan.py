@@ -3,7 +3,7 @@
 At every event (the run starts, coflows become ready, a coflow completes, a coflow crosses
 a byte threshold the plan asked about, the plan's horizon is reached) an engine hands the
 policy a :class:`State` and applies the :class:`Plan` it returns until the next event. The
-simulator (``emulate.sim``) and the SDN controller (``controller.app``) apply the same
+simulator (``emulate.sim.flowsim``) and the SDN controller (``controller.app``) apply the same
 plans, so a policy never knows which engine runs it.
 
 A plan says, for every flow:

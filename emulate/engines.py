@@ -2,8 +2,8 @@
 
 An engine takes a workload (coflows only, or a joint workload of machines, stages and
 jobs: ``docs/jobs.md``), a policy *spec* and :class:`RunOptions`, and returns the run's
-record: a :class:`~emulate.records.RunResult` for a coflow workload, a
-:class:`~emulate.jobsim.JointResult` for a joint one. The spec is the same string
+record: a :class:`~emulate.io.records.RunResult` for a coflow workload, a
+:class:`~emulate.sim.jobsim.JointResult` for a joint one. The spec is the same string
 everywhere: a registered name or ``package.module:Class`` (``sebf``,
 ``mypkg.mod:MyPolicy``), and on a joint workload ``compute+network``
 (``synchpack-3+lp-coflow``). Engines build the policy objects themselves, fresh for every
@@ -11,9 +11,9 @@ run, so a caller never hands one policy instance to two runs.
 
 Built in:
 
-* ``sim`` -- the event-driven flow-level simulator (:mod:`emulate.sim`; joint workloads:
-  :mod:`emulate.jobsim`). No root, no network.
-* ``mininet`` -- the real emulation (:mod:`emulate.mininet_engine`): Mininet cores, the
+* ``sim`` -- the event-driven flow-level simulator (:mod:`emulate.sim.flowsim`; joint workloads:
+  :mod:`emulate.sim.jobsim`). No root, no network.
+* ``mininet`` -- the real emulation (:mod:`emulate.mininet.engine`): Mininet cores, the
   os-ken controller, agents sending TCP and running tasks. Root and
   ``scripts/setup-system.sh``.
 
@@ -129,11 +129,11 @@ class SimEngine(Engine):
         if o.engine_options:
             raise ValueError(f"engine sim takes no options {sorted(o.engine_options)}")
         if is_joint(workload):
-            from emulate.jobsim import simulate_joint
+            from emulate.sim.jobsim import simulate_joint
             return simulate_joint(workload, policy, segments=o.segments,
                                   network_options=dict(o.policy_options))
         from controller.policies import get_policy
-        from emulate.sim import simulate
+        from emulate.sim.flowsim import simulate
         return simulate(workload, get_policy(policy, **o.policy_options),
                         segments=o.segments, progress=o.progress)
 
@@ -147,7 +147,7 @@ class MininetEngine(Engine):
 
     def run(self, workload, policy: str, options: RunOptions | None = None):
         o = options or RunOptions()
-        from emulate.mininet_engine import run_mininet
+        from emulate.mininet.engine import run_mininet
         if not is_joint(workload):
             from controller.policies import get_policy
             policy = get_policy(policy, **o.policy_options)

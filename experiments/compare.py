@@ -18,7 +18,7 @@ import numpy as np
 
 from controller.model import Workload
 from emulate.engines import RunOptions, get_engine
-from emulate.records import RunResult, atomic_write
+from emulate.io.records import RunResult, atomic_write
 
 
 @dataclass

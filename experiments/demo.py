@@ -14,8 +14,8 @@ import os
 import numpy as np
 
 from controller.lp.bound import lp_bound_for
-from emulate.records import atomic_write
-from emulate.traces import random_workload, write_json
+from emulate.io.records import atomic_write
+from emulate.io.traces import random_workload, write_json
 from experiments.compare import compare
 from experiments.plots import cct_cdf
 

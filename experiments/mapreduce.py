@@ -11,7 +11,7 @@ stage, and for about a third of the jobs a second shuffle and reduce stage. Two 
 
 Every pair of a compute policy ({SynchPack-3, PSRS, Tetris-P, FIFO} by default) and a
 network policy ({LP-coflow, Varys SEBF, per-flow fair sharing}) runs in the joint
-simulator (``emulate.jobsim``). The table gives, per setting, the weighted job completion
+simulator (``emulate.sim.jobsim``). The table gives, per setting, the weighted job completion
 ``sum_j w_j C_j`` (mean over seeds) and its ratio to the LP1 bound of the stages
 (``controller.jobs.compute_lower_bound``: valid for every pair; it has no network time,
 hence the large ratios). The best pair of each setting is marked with ``*``.
@@ -48,8 +48,8 @@ import numpy as np
 
 from controller.jobs import JointWorkload, compute_lower_bound, mapreduce_jobs
 from emulate.engines import engines, get_engine
-from emulate.records import atomic_write
-from emulate.traces import write_json
+from emulate.io.records import atomic_write
+from emulate.io.traces import write_json
 
 COMPUTE = ("synchpack-3", "psrs", "tetris-p", "fifo")
 NETWORK = ("lp-coflow", "sebf", "fair")

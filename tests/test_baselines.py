@@ -21,8 +21,8 @@ from controller.policies import PolicyError, get_policy
 from controller.policies.aalo import Aalo
 from controller.policies.sincronia import bssi_order
 from controller.policies.weaver import weaver_assignment
-from emulate.sim import simulate
-from emulate.traces import random_workload
+from emulate.sim.flowsim import simulate
+from emulate.io.traces import random_workload
 from topologies.fabric import Fabric
 
 RATE = 8.0
@@ -310,7 +310,7 @@ FB2010 = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "traces",
 
 
 def fb2010_average_cct(limit=None):
-    from emulate.traces import read_fb_trace
+    from emulate.io.traces import read_fb_trace
     w = read_fb_trace(FB2010, cores=1, rate_bps=2 ** 30, limit=limit)
     return {name: float(np.mean(simulate(w, get_policy(name)).cct))
             for name in ("sebf", "fifo", "fair")}

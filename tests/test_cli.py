@@ -1,4 +1,4 @@
-"""Tests of the ``coflowemu`` command line (emulate/cli.py).
+"""Tests of the ``coflowemu`` command line (emulate/cli/__init__.py).
 
 In process with click's CliRunner, and as a real subprocess of ``.venv/bin/coflowemu``
 where the exit code and the absence of a traceback on the terminal matter.
@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from controller.model import Coflow, Flow, Workload
 from controller.policies import available
 from emulate.cli import main
-from emulate.traces import read_json, write_json
+from emulate.io.traces import read_json, write_json
 from topologies.fabric import Fabric
 from verifier import read_segment_lines, verify_segments
 

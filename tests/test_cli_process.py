@@ -21,7 +21,7 @@ import sys
 import pytest
 
 from controller.jobs import mapreduce_jobs
-from emulate.traces import read_workload, write_json
+from emulate.io.traces import read_workload, write_json
 
 BIN = os.path.join(os.path.dirname(sys.executable), "coflowemu")
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -62,7 +62,7 @@ def test_generate_writes_a_workload_the_readers_accept(files):
     ("google", ["-p", "n_jobs=3"], "synchpack-3+fifo"),
 ])
 def test_every_generator_kind_writes_a_workload_that_runs(tmp_path, kind, params, policy):
-    from emulate.generators import kinds
+    from emulate.io.generators import kinds
     assert kind in kinds()
     out = coflowemu("generate", "--kind", kind, "--ports", 4, *params, "--out", "w.json",
                     cwd=tmp_path)
@@ -73,7 +73,7 @@ def test_every_generator_kind_writes_a_workload_that_runs(tmp_path, kind, params
 
 
 def test_every_generator_kind_is_tested():
-    from emulate.generators import kinds
+    from emulate.io.generators import kinds
     tested = {"coflows", "jobs", "mapreduce", "google"}
     assert set(kinds()) == tested
 
@@ -156,7 +156,7 @@ def test_bad_input_exits_2_with_one_line_on_stderr_and_nothing_on_stdout(files, 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the emulation needs root")
 def test_fidelity_json_is_one_document_with_a_report_per_policy(tmp_path):
     from emulate.engines import EngineError
-    from emulate.mininet_engine import preflight
+    from emulate.mininet.engine import preflight
     try:
         preflight()
     except EngineError as e:

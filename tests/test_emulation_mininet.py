@@ -57,16 +57,16 @@ POLICY_SRC = textwrap.dedent('''
 @pytest.fixture(scope="module")
 def system():
     """OVS running, Mininet present (scripts/setup-system.sh is idempotent)."""
-    from emulate.mininet_engine import EmulationError, preflight
+    from emulate.mininet.engine import EmulationError, preflight
     try:
         preflight()
     except EmulationError:
         subprocess.run(["bash", os.path.join(ROOT, "scripts", "setup-system.sh")], check=True)
         preflight()
-    from emulate.clean import clean
+    from emulate.mininet.clean import clean
     clean()
     yield
-    from emulate.clean import leftovers
+    from emulate.mininet.clean import leftovers
     assert leftovers() == {"bridges": [], "interfaces": [], "run_dirs": []}
 
 
@@ -99,15 +99,15 @@ CORES = [0, 1, 0, 1]  # f0 1->0 core 0, f1 2->0 core 1, f2 3->0 core 0, f3 3->2 
 
 
 def assert_clean():
-    from emulate.clean import leftovers
+    from emulate.mininet.clean import leftovers
     assert leftovers() == {"bridges": [], "interfaces": [], "run_dirs": []}
 
 
 @pytest.mark.parametrize("pause", [True, False], ids=["pause-signals", "switch-classes-only"])
 def test_higher_priority_coflow_finishes_at_solo_time_and_the_other_gets_leftover(
         system, fixed, pause):
-    from emulate.mininet_engine import run_mininet
-    from emulate.sim import simulate
+    from emulate.mininet.engine import run_mininet
+    from emulate.sim.flowsim import simulate
     w = competing_workload()
     for first, second in (("A", "B"), ("B", "A")):
         policy = fixed([first, second], CORES)
@@ -129,7 +129,7 @@ def test_higher_priority_coflow_finishes_at_solo_time_and_the_other_gets_leftove
 
 
 def test_a_flow_pinned_to_core_k_shows_its_bytes_on_core_k_ports_only(system, fixed):
-    from emulate.mininet_engine import run_mininet
+    from emulate.mininet.engine import run_mininet
     w = Workload(Fabric(ports=4, cores=2, rate_bps=RATE), [
         Coflow("x", [Flow(0, 1, MB4)]), Coflow("y", [Flow(2, 3, MB4 // 2)])])
     r = run_mininet(w, fixed(["x", "y"], [1, 0]))
@@ -151,7 +151,7 @@ KILL_SCRIPT = textwrap.dedent('''
     import sys
     from controller.model import Coflow, Flow, Workload
     from topologies.fabric import Fabric
-    from emulate.mininet_engine import run_mininet
+    from emulate.mininet.engine import run_mininet
     w = Workload(Fabric(ports=4, cores=2, rate_bps=20e6),
                  [Coflow("long", [Flow(0, 1, 40e6), Flow(2, 3, 40e6), Flow(1, 2, 40e6)])])
     run_mininet(w, "fifo")
@@ -162,7 +162,7 @@ KILL_SCRIPT = textwrap.dedent('''
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL],
                          ids=["ctrl-c", "sigterm", "sigkill-then-clean"])
 def test_a_run_killed_half_way_leaves_nothing_behind(system, sig):
-    from emulate.clean import STATE_DIR, clean, is_ours, read_state
+    from emulate.mininet.clean import STATE_DIR, clean, is_ours, read_state
     p = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT], cwd=ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     run_dir = None
@@ -191,9 +191,9 @@ def test_a_run_killed_half_way_leaves_nothing_behind(system, sig):
 
 
 def test_a_malformed_agent_message_does_not_disturb_the_run(system, fixed):
-    from emulate.clean import STATE_DIR
-    from emulate.mininet_engine import run_mininet
-    from emulate.sim import simulate
+    from emulate.mininet.clean import STATE_DIR
+    from emulate.mininet.engine import run_mininet
+    from emulate.sim.flowsim import simulate
     w = competing_workload()
     bad = [b"this is not json", b"[1, 2, 3]", b'{"op": "explode", "id": 1}',
            b'{"op": "flow_done", "flow": 0, "t": 1.0, "bytes": 4000000}',  # no id
@@ -268,7 +268,7 @@ def test_the_joint_fidelity_instance_keeps_its_decisions_within_the_emulations_r
     """Simulator only: the premise of the bound below. Per-job times at 80-108 % of the
     link rate stay within the bound of the nominal rate's (a decision that flipped in that
     band would make the emulation's agreement a matter of machine speed)."""
-    from emulate.jobsim import simulate_joint
+    from emulate.sim.jobsim import simulate_joint
     nominal = simulate_joint(small_mapreduce(), pair)
     d0 = nominal.job_completion - nominal.job_release
     for f in np.arange(0.80, 1.081, 0.02):
@@ -282,8 +282,8 @@ def test_mapreduce_jobs_run_on_the_emulation_as_in_the_joint_simulator(system, p
     """Tasks on the agents (capacity, placement, precedence verified on what they ran),
     shuffles made from where the maps ran, per-job times within 10 % of the simulator."""
     from controller.compute import compute_policies
-    from emulate.jobsim import simulate_joint, split_policy
-    from emulate.mininet_engine import run_mininet
+    from emulate.sim.jobsim import simulate_joint, split_policy
+    from emulate.mininet.engine import run_mininet
     from test_jobsim import verify_joint
     w = small_mapreduce()
     sim = simulate_joint(w, pair)
@@ -304,7 +304,7 @@ def test_a_joint_workload_runs_on_the_emulation_from_the_cli(system, tmp_path):
     from click.testing import CliRunner
 
     from emulate.cli import main
-    from emulate.traces import write_json
+    from emulate.io.traces import write_json
     path = tmp_path / "mr.json"
     write_json(small_mapreduce(), str(path))
     r = CliRunner().invoke(main, ["run", str(path), "--engine", "mininet", "--policy",

@@ -201,10 +201,10 @@ def test_rates_of_a_simple_case():
 
 # ------------------------------------------------------------------ compute slots (agents)
 class _SlotLog:
-    """Records what a :class:`emulate.slots.Slots` reports, and its load at every start."""
+    """Records what a :class:`emulate.mininet.slots.Slots` reports, and its load at every start."""
 
     def __init__(self, capacity):
-        from emulate.slots import Slots
+        from emulate.mininet.slots import Slots
         self.lock = threading.Lock()
         self.starts, self.ends = {}, {}
         self.loads = []

@@ -42,9 +42,9 @@ from controller.jobs import JointJob, JointWorkload, compute_lower_bound, mapred
 from controller.model import Coflow, Flow, Workload, WorkloadError
 from controller.policies import PolicyError, available, get_policy
 from emulate.cli import main
-from emulate.jobsim import DEFAULT_COMPUTE, simulate_joint, split_policy
-from emulate.sim import simulate
-from emulate.traces import joint_to_dict, read_json, read_workload, write_json
+from emulate.sim.jobsim import DEFAULT_COMPUTE, simulate_joint, split_policy
+from emulate.sim.flowsim import simulate
+from emulate.io.traces import joint_to_dict, read_json, read_workload, write_json
 from topologies import Fabric
 from verifier import flow_refs, verify_segments
 

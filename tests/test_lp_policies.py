@@ -25,7 +25,7 @@ from controller.plan import Plan, coflow_order_plan
 from controller.policies import Policy, PolicyError, get_policy
 from controller.policies.lp_list import (assign_cores_by_coflow, assign_cores_by_flow,
                                          lp_list_schedule)
-from emulate.sim import simulate
+from emulate.sim.flowsim import simulate
 from topologies.fabric import Fabric
 
 RATE = 8.0

@@ -1,4 +1,4 @@
-"""Tests of the event-driven simulator (emulate.sim, emulate.matching).
+"""Tests of the event-driven simulator (emulate.sim.flowsim, emulate.sim.matching).
 
 * Every registered policy (``available()`` when the tests run) produces, on random small
   workloads (releases, random DAGs, empty coflows, zero-byte flows, heterogeneous cores),
@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from controller.model import Coflow, Flow, Workload
 from controller.plan import Plan
 from controller.policies import Policy, PolicyError, available, get_policy
-from emulate.sim import Simulator, simulate
+from emulate.sim.flowsim import Simulator, simulate
 from topologies.fabric import Fabric
 from verifier import flow_refs, verify
 
@@ -265,7 +265,7 @@ def test_incremental_matching_equals_rescan_under_a_fixed_order(case):
     same_run(w, lambda: FixedOrder(order, cores))
 
 
-#: Bug #2 (emulate/matching.py run_matching): when a flow completes exactly at the stop
+#: Bug #2 (emulate/sim/matching.py run_matching): when a flow completes exactly at the stop
 #: time (a release, the plan's horizon), the matching is repaired under the *old* plan
 #: before STOP_TIME is returned; the flows it starts there are pinned to a core
 #: (State.core >= 0) although they have sent nothing, so the next plan cannot move them.
@@ -298,21 +298,21 @@ def test_flow_that_has_sent_nothing_is_not_pinned_at_a_release_instant():
 @given(w=workloads(ports=(2, 3), coflows=(2, 12)), rule=st.sampled_from(["balanced", "ecmp"]))
 def test_fair_sharing_over_pairs_equals_the_per_flow_rescan(w, rule):
     # few ports and many coflows: (core, src, dst) pairs hold several flows, which the
-    # incremental path fills as one (emulate.sim._run_fair) and the rescan flow by flow
+    # incremental path fills as one (emulate.sim.flowsim._run_fair) and the rescan flow by flow
     same_run(w, lambda: get_policy("fair", cores=rule))
     quiet = Simulator(w, get_policy("fair", cores=rule)).run()  # no segments recorded
     ref = Simulator(w, get_policy("fair", cores=rule), incremental=False).run()
     assert close(quiet.flow_completion, ref.flow_completion)
 
 
-# capped priority (emulate/capped.py): sebf and weaver give MADD rate caps that fit the
+# capped priority (emulate/sim/capped.py): sebf and weaver give MADD rate caps that fit the
 # links; the incremental engine keeps their first pass and repairs their backfill
 CAPPED = ["sebf", "weaver"]
 
 
 def count_capped_runs(monkeypatch):
-    """Counts the calls of the incremental capped engine (emulate.capped.run_capped)."""
-    import emulate.sim as sim
+    """Counts the calls of the incremental capped engine (emulate.sim.capped.run_capped)."""
+    import emulate.sim.flowsim as sim
     calls = []
     inner = sim.run_capped
 
@@ -486,7 +486,7 @@ def test_dag_successor_starts_exactly_when_its_predecessor_ends():
     assert r.coflow_completion.tolist() == [2.0, 3.0]
 
 
-#: Bug #1 (emulate/sim.py Simulator.step): after every advance,
+#: Bug #1 (emulate/sim/flowsim.py Simulator.step): after every advance,
 #: ``for k in flatnonzero((left == 0) & ~cdone): _complete(k)`` completes *every* coflow
 #: without bytes left, including empty coflows (no flows, or only zero-byte flows) that
 #: are not ready yet (not released, or predecessors unfinished). They get the current time

@@ -1,4 +1,4 @@
-"""Tests of workload input and output (emulate.traces): the project's JSON format, the
+"""Tests of workload input and output (emulate.io.traces): the project's JSON format, the
 Facebook coflow-benchmark reader and the seeded generators.
 
 * JSON: write_json/read_json round trip; the documented shape (extra keys allowed);
@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller.model import Coflow, Flow, Job, Workload, WorkloadError
-from emulate.traces import (multi_stage_jobs, random_dag, random_workload, read_fb_trace,
+from emulate.io.traces import (multi_stage_jobs, random_dag, random_workload, read_fb_trace,
                             read_json, read_workload, workload_from_dict, write_json)
 from topologies.fabric import Fabric
 

@@ -21,7 +21,7 @@ reported, and recomputes the objective from the segments alone:
 
 The flow numbering (one entry per flow of positive size, coflow by coflow, flows in their
 listed order) is rebuilt here from the workload's coflows; nothing from the simulator
-(``emulate.sim``, ``emulate.matching``) or from ``Workload.arrays`` is used.
+(``emulate.sim.flowsim``, ``emulate.sim.matching``) or from ``Workload.arrays`` is used.
 
 Every violation raises :class:`AssertionError` with a message naming the coflow, flow,
 core, port and time involved.
@@ -282,7 +282,7 @@ def verify_segments(workload, segments, *, coflow_completion=None, flow_completi
 
 
 def verify(workload, result, *, indivisible: bool = False, rtol: float = RTOL) -> Verdict:
-    """Check a :class:`~emulate.records.RunResult` recorded with ``segments=True``.
+    """Check a :class:`~emulate.io.records.RunResult` recorded with ``segments=True``.
 
     Also checks that the run's ``total_weighted_completion`` equals the recomputed
     objective.

@@ -2,7 +2,7 @@
 
 A fabric of ``cores`` non-blocking switches and ``hosts`` servers becomes, in Mininet,
 ``cores`` OpenFlow switches (Open vSwitch bridges named ``cfe1``, ``cfe2``, ...: the
-``cfe`` prefix marks them as coflowemu's, so :mod:`emulate.clean` can find and remove
+``cfe`` prefix marks them as coflowemu's, so :mod:`emulate.mininet.clean` can find and remove
 them after a crash without touching anybody else's) and ``hosts`` hosts ``h1`` ... ``hN``,
 each linked to every core::
 
@@ -290,5 +290,5 @@ def stop_network(net) -> None:
     except Exception:  # noqa: BLE001 - fall back to Mininet's own teardown
         try:
             net.stop()
-        except Exception:  # noqa: BLE001 - best effort; emulate.clean removes what remains
+        except Exception:  # noqa: BLE001 - best effort; emulate.mininet.clean removes what remains
             pass

@@ -64,7 +64,7 @@ class Replanner:
     An outer loop alternates :meth:`plan_at` (run the offline policy on the residual
     instance of some tasks at time ``t``) and :meth:`commit` (make the part of the current
     plan before ``t_next`` final). :func:`replan` drives it at epochs or arrivals; the
-    joint compute-and-network simulator (``emulate.jobsim``) drives it at the events of
+    joint compute-and-network simulator (``emulate.sim.jobsim``) drives it at the events of
     both sides.
 
     What a commit keeps:

@@ -3,7 +3,7 @@
 Varys-style plans (``sebf``, ``weaver``) give every flow a rate cap (MADD: the rate that
 makes its coflow's flows finish together) and a priority rank, and hand what the caps
 leave to the flows in rank order (backfilling). The engine's rule
-(``emulate.sim._priority_rates``) is two passes in rank order: each flow gets
+(``emulate.sim.flowsim._priority_rates``) is two passes in rank order: each flow gets
 ``min(cap, what is left on its two ports)``, then each flow gets what is still left on
 both its ports. Redone from scratch at every flow completion that costs O(eligible
 flows): on FB2010 about 12k flows send at once and 700k complete.
@@ -26,7 +26,7 @@ Two facts make the work proportional to what changes instead:
   after ``k`` on that port, so it queues a *check* of each of them, and, if the port
   now has more left than before, a *cursor* that walks its pairs from where the port
   used to fill, offering each unserved pair what it can take (the cursors of
-  :mod:`emulate.matching`, with amounts instead of whole links). Tasks run in rank order
+  :mod:`emulate.sim.matching`, with amounts instead of whole links). Tasks run in rank order
   and queue only tasks ranked after them, so each decision is made after every decision
   ranked before it: the result is the greedy of the whole order, for work proportional
   to what changed (on FB2010 about 60 checks and 40 cursor steps per completion, against
@@ -42,7 +42,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from emulate.matching import (COFLOW_DONE, EPS_BYTES, LEAF, SEG_FULL, STOP_TIME, STUCK,
+from emulate.sim.matching import (COFLOW_DONE, EPS_BYTES, LEAF, SEG_FULL, STOP_TIME, STUCK,
                               _requeue, advance_flow, heap_insert, heap_pop, set_rate)
 
 #: a first-pass rate this much below its cap means the caps do not fit the links
@@ -143,7 +143,7 @@ def _put(x, k, e, amt, akey, apair, aamt, alen):
 def _room(tk, tp, ti, need):
     """A heap's arrays (keys, ports, indices) with room for ``need`` entries: the same
     arrays if they have it, else grown copies. The loops below grow their heaps once per
-    event at most and push with :func:`emulate.matching.heap_insert`: an array rebound
+    event at most and push with :func:`emulate.sim.matching.heap_insert`: an array rebound
     per push would cost its reference counts on every push."""
     if need <= tk.shape[0]:
         return tk, tp, ti

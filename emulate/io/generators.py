@@ -9,9 +9,9 @@ parameter's default). ``coflowemu generate --kind K --list-params`` prints them.
 Built-in kinds:
 
 * ``coflows`` -- independent coflows with Poisson releases and an optional DAG
-  (:func:`emulate.traces.random_workload`; the command's ``--coflows``, ``--chi``,
+  (:func:`emulate.io.traces.random_workload`; the command's ``--coflows``, ``--chi``,
   ``--load``, ``--mean-size`` options);
-* ``jobs`` -- multi-stage jobs of coflows (:func:`emulate.traces.multi_stage_jobs`);
+* ``jobs`` -- multi-stage jobs of coflows (:func:`emulate.io.traces.multi_stage_jobs`);
 * ``mapreduce`` -- joint workloads: map stage -> shuffle coflow -> reduce stage
   (:func:`controller.jobs.mapreduce_jobs`);
 * ``google`` -- joint workloads of compute jobs only (no coflows): Google-cluster-like
@@ -109,7 +109,7 @@ def coflows(seed, *, ports, cores, rate_bps, coflows: int = 20, mean_bytes: floa
             chi: int = 1, load: float = 0.7, name: str = ""):
     """Independent coflows (heavy-tailed sizes), Poisson releases at offered ``load``
     (0: all released at 0), a precedence DAG with ``chi`` coflows on its longest path."""
-    from emulate.traces import random_workload
+    from emulate.io.traces import random_workload
     arrival = (load * ports * cores * rate_bps / 8.0 / mean_bytes) if load > 0 else 1e12
     w = random_workload(seed, ports=ports, cores=cores, coflows=coflows, rate_bps=rate_bps,
                         mean_bytes=mean_bytes, arrival_rate=arrival, chi=chi,
@@ -123,7 +123,7 @@ def coflows(seed, *, ports, cores, rate_bps, coflows: int = 20, mean_bytes: floa
 @kind("jobs")
 def jobs(seed, *, ports, cores, rate_bps, jobs: int = 5, mean_bytes: float = 2e6):
     """Multi-stage jobs: each a chain-like DAG of 2-4 shuffles (coflows)."""
-    from emulate.traces import multi_stage_jobs
+    from emulate.io.traces import multi_stage_jobs
     return multi_stage_jobs(seed, ports=ports, cores=cores, jobs=jobs, rate_bps=rate_bps,
                             mean_bytes=mean_bytes)
 

@@ -1,7 +1,7 @@
 """The real emulation engine: Mininet switches, the os-ken controller, agents sending TCP.
 
 :func:`run_mininet` runs a workload under a policy on real switches and returns the same
-:class:`~emulate.records.RunResult` as the simulator:
+:class:`~emulate.io.records.RunResult` as the simulator:
 
 1. a private run directory under ``/run/coflowemu`` (state file for ``coflowemu clean``,
    the controller's API socket, logs);
@@ -11,14 +11,14 @@
    link end shaped by the strict-priority HTB tree of :mod:`controller.classes` at the
    core's rate divided by ``time_scale`` and multiplied by ``wire_overhead`` (so that TCP
    payload, not frames, gets the fabric's rate);
-4. one agent per host (:mod:`emulate.agent`) inside the host's namespace;
+4. one agent per host (:mod:`emulate.mininet.agent`) inside the host's namespace;
 5. the controller releases coflows at ``release x time_scale`` after its start, and writes
    the records when every coflow is done.
 
 Everything is torn down in a ``finally`` (agents, controller, switches, links, host
 namespaces, tc state goes with the interfaces, the run directory) on success, on error,
 on Ctrl-C and on SIGTERM (turned into an exception while the run is on). What a killed
-engine could not remove, ``coflowemu clean`` (:mod:`emulate.clean`) does.
+engine could not remove, ``coflowemu clean`` (:mod:`emulate.mininet.clean`) does.
 
 Capacity: one ovs-vswitchd thread forwards every packet; rates are accurate up to about
 200 Mbit/s of total traffic on a small VM. :func:`offered_load_bps` gives a run's worst
@@ -42,9 +42,9 @@ import numpy as np
 from controller.classes import htb_priority_tree
 from controller.model import Workload
 from controller.runtime import RunConfig
-from emulate import clean as cleaner
+from emulate.mininet import clean as cleaner
 from emulate.engines import EngineError, Interrupted
-from emulate.records import RunResult, Segments
+from emulate.io.records import RunResult, Segments
 from topologies.mininet_topo import (ParallelTopo, build_network, choose_datapath,
                                      host_name, stop_network, switch_intf)
 
@@ -154,7 +154,7 @@ class MininetRun:
         from controller.policies import get_policy
         self.joint = None
         if hasattr(workload, "machines"):   # a JointWorkload: "compute+network"
-            from emulate.jobsim import split_policy
+            from emulate.sim.jobsim import split_policy
             if not isinstance(policy, str):
                 raise TypeError("a joint workload takes a policy name 'compute+network'")
             compute, network = split_policy(policy)
@@ -285,14 +285,14 @@ class MininetRun:
         for i in range(n_hosts):
             h = self.net.get(host_name(i))
             log = open(os.path.join(self.run_dir, f"agent{i}.out"), "wb")
-            p = h.popen([sys.executable, "-m", "emulate.agent", "--api", api, "--host",
+            p = h.popen([sys.executable, "-m", "emulate.mininet.agent", "--api", api, "--host",
                          str(i), "--port", str(cfg.data_port), "--nice", str(self.nice),
                          "--window", str(self.window(rates))],
                         stdout=log,
                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
             log.close()
             self.agents.append(p)
-            procs.append((p.pid, "emulate.agent"))
+            procs.append((p.pid, "emulate.mininet.agent"))
         cleaner.add_procs(self.run_dir, procs)
         self.timings["agents_start_s"] = time.perf_counter() - t
 
@@ -342,7 +342,7 @@ class MininetRun:
     def teardown(self) -> None:
         """Stop agents, controller, network; remove the run directory. Never raises."""
         t = time.perf_counter()
-        procs = [(p.pid, "emulate.agent") for p in self.agents]
+        procs = [(p.pid, "emulate.mininet.agent") for p in self.agents]
         if self.controller is not None:
             procs.append((self.controller.pid, "controller.app"))
         cleaner.end_processes(procs, timeout=2.0)
@@ -386,9 +386,9 @@ class MininetRun:
         return extra
 
     def _record_joint(self, out: dict, wall: float):
-        """The :class:`~emulate.jobsim.JointResult` of a joint run (as the simulator's)."""
+        """The :class:`~emulate.sim.jobsim.JointResult` of a joint run (as the simulator's)."""
         from controller.compute.schedule import ComputeSchedule
-        from emulate.jobsim import joint_result
+        from emulate.sim.jobsim import joint_result
         jw, j = self.joint, out["joint"]
         sched = ComputeSchedule.from_segments(jw.compute.arrays, tuple(
             np.array(x) for x in j["tasks"]), self.policy_name)
@@ -500,7 +500,7 @@ def run_mininet(workload: Workload, policy, *, time_scale: float = 1.0,
         on the agents of its machines' hosts (:mod:`controller.joint_runtime`).
     policy : Policy or str
         A fresh policy instance or a registered name / ``module:Class``; for a joint
-        workload ``compute+network`` (as ``emulate.jobsim.split_policy``).
+        workload ``compute+network`` (as ``emulate.sim.jobsim.split_policy``).
     network_options : dict, optional
         Options of the network policy (``mode``, ``objective``).
     time_scale : float
@@ -533,7 +533,7 @@ def run_mininet(workload: Workload, policy, *, time_scale: float = 1.0,
     Returns
     -------
     RunResult with ``engine="mininet"``; ``extra`` has the controller's latency figures.
-    For a joint workload a :class:`~emulate.jobsim.JointResult` (its ``network`` has
+    For a joint workload a :class:`~emulate.sim.jobsim.JointResult` (its ``network`` has
     ``engine="mininet"``, ``extra["emulation"]`` the latency figures).
 
     Raises

@@ -2,7 +2,7 @@
 
 Started by the Mininet engine in every host's network namespace::
 
-    python -m emulate.agent --api RUN_DIR/api.sock --host I [--window BYTES] [--nice N]
+    python -m emulate.mininet.agent --api RUN_DIR/api.sock --host I [--window BYTES] [--nice N]
 
 It registers with the controller over the management socket (:mod:`controller.api`),
 then serves two roles (three when the host is a machine of a joint workload):
@@ -22,7 +22,7 @@ then serves two roles (three when the host is a machine of a joint workload):
   (``SO_MAX_PACING_RATE``). ``update`` changes TOS, pacing and pause/resume of a flow.
 
 * **machine**: when the registration answer gives the host a ``capacity``, ``task_run``
-  and ``task_stop`` run segments of compute tasks against it (:mod:`emulate.slots`:
+  and ``task_stop`` run segments of compute tasks against it (:mod:`emulate.mininet.slots`:
   admission so that the capacity is never exceeded, each segment holding its demand for
   its duration), reported as ``task_started`` and ``task_done``.
 
@@ -47,7 +47,7 @@ import threading
 import time
 
 from controller.api import CONTROLLER_OPS, ApiError, Channel, parse, validate
-from emulate.slots import Slots
+from emulate.mininet.slots import Slots
 
 HEADER = struct.Struct("!4sIQ")
 MAGIC = b"CFE1"

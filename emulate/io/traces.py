@@ -45,7 +45,7 @@ from collections import defaultdict
 import numpy as np
 
 from controller.model import Coflow, Flow, Job, Workload, WorkloadError
-from emulate.records import atomic_write
+from emulate.io.records import atomic_write
 from topologies.fabric import Fabric, FabricError
 
 #: Where users can fetch the public benchmark (the project does not ship it).

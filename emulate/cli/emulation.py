@@ -22,7 +22,7 @@ import sys
 
 import click
 
-from emulate.units import parse_bytes, parse_rate
+from emulate.io.units import parse_bytes, parse_rate
 
 
 @click.command()
@@ -41,7 +41,7 @@ def topo(hosts, cores, rate, core_rates, datapath):
     """
     from mininet.cli import CLI
 
-    from emulate.mininet_engine import open_topology
+    from emulate.mininet.engine import open_topology
     from topologies.fabric import Fabric
     rates = tuple(parse_rate(r) for r in core_rates.split(",")) if core_rates else None
     fabric = Fabric(ports=hosts, cores=cores, rate_bps=parse_rate(rate), core_rates=rates)
@@ -60,7 +60,7 @@ def clean(force):
     if os.geteuid() != 0:
         click.echo("coflowemu: error: clean needs root", err=True)
         sys.exit(2)
-    from emulate.clean import clean as do_clean
+    from emulate.mininet.clean import clean as do_clean
     removed = do_clean(force=force)
     n = sum(len(v) for v in removed.values())
     for k, v in removed.items():
@@ -93,16 +93,16 @@ def fidelity(workload, policies, seed, hosts, cores, coflows, rate, mean_size, t
     The error of a coflow is |CCT_emulated / CCT_simulated - 1|; the report gives its
     median, p90 and max, and link utilisation in both engines.
     """
-    from emulate.fidelity import measure, summarize
+    from emulate.mininet.fidelity import measure, summarize
     if (workload is None) == (seed is None):
         raise click.UsageError("give a WORKLOAD file or --random SEED")
     if seed is not None:
-        from emulate.traces import random_workload
+        from emulate.io.traces import random_workload
         w = random_workload(seed, ports=hosts, cores=cores, coflows=coflows,
                             rate_bps=parse_rate(rate or "10Mbps"),
                             mean_bytes=parse_bytes(mean_size))
     else:
-        from emulate.traces import read_workload
+        from emulate.io.traces import read_workload
         w = read_workload(workload, cores=cores,
                           rate_bps=parse_rate(rate) if rate else None)
     reports = []

@@ -40,12 +40,12 @@ import numpy as np
 from controller.model import Workload
 from controller.plan import Plan, PlanError, State
 from controller.policies.base import Policy
-from emulate.capped import first_pass, run_capped
-from emulate.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_DONE,
+from emulate.sim.capped import first_pass, run_capped
+from emulate.sim.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_DONE,
                               EPS_BYTES, SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
                               STUCK as _STUCK, _less, advance_flow, byte_limit_dt, emit,
                               heap_pop, heap_push, pair_lists, run_matching, set_rate)
-from emulate.records import RunResult, Segments
+from emulate.io.records import RunResult, Segments
 
 
 @numba.njit(cache=True)
@@ -615,7 +615,7 @@ class Simulator:
         self.t = 0.0
         self.events = 0
         self.policy_calls = 0
-        self._pair_map = None  # scratch of emulate.matching.pair_lists
+        self._pair_map = None  # scratch of emulate.sim.matching.pair_lists
         self._elig = np.zeros(nf, dtype=np.bool_)  # ready[coflow] & ~done, kept up to date
         self._pos = np.full(nf, -1, dtype=np.int64)  # position of each flow in the order
         self._order = np.zeros(0, dtype=np.int64)  # the current plan's order
@@ -799,7 +799,7 @@ class Simulator:
         return True
 
     def _advance_matching(self, stop, order, pos, core, limit, has_limit) -> int:
-        """Priority without caps: the incremental greedy matching (emulate.matching)."""
+        """Priority without caps: the incremental greedy matching (emulate.sim.matching)."""
         a = self.arrays
         nport = a.cores * a.ports
         pairs = self._pairs(order, core)
@@ -830,7 +830,7 @@ class Simulator:
                 return reason
 
     def _pairs(self, order, core):
-        """:func:`emulate.matching.pair_lists` of ``order``."""
+        """:func:`emulate.sim.matching.pair_lists` of ``order``."""
         a = self.arrays
         nport = a.cores * a.ports
         if self._pair_map is None:
@@ -838,7 +838,7 @@ class Simulator:
         return pair_lists(order, a.src, a.dst, core, a.ports, nport, self._pair_map)
 
     def _caps_fit(self, order, core, cap) -> bool:
-        """Whether the plan's caps fit the links (see emulate.capped)."""
+        """Whether the plan's caps fit the links (see emulate.sim.capped)."""
         a = self.arrays
         return bool(first_pass(order, a.src, a.dst, core, cap, self.core_cap, a.ports)[2])
 

@@ -3,7 +3,7 @@
 Commands: ``run`` (one policy, one engine), ``compare`` (several policies: table + CCT
 CDF), ``bound`` (an LP lower bound), ``policies``, ``generate`` (a seeded synthetic
 workload), ``gantt`` (timeline of a run's segments) and ``demo`` (the main job). The
-emulation commands (``topo``, ``clean``, ``fidelity``) come from ``emulate.cli_emulation``
+emulation commands (``topo``, ``clean``, ``fidelity``) come from ``emulate.cli.emulation``
 when its dependencies are installed.
 
 Workloads are the project's JSON format or a Facebook coflow-benchmark trace (detected by
@@ -20,8 +20,8 @@ from dataclasses import replace
 import click
 
 from emulate.engines import EngineError, Interrupted, engines, is_joint
-from emulate.generators import GeneratorError, kinds
-from emulate.units import UnitError, parse_bytes, parse_rate
+from emulate.io.generators import GeneratorError, kinds
+from emulate.io.units import UnitError, parse_bytes, parse_rate
 
 # Start-up time matters (scripts call the CLI in loops): numpy, numba, scipy, networkx
 # and matplotlib are imported inside the commands that use them, not here.
@@ -91,7 +91,7 @@ def load_workload(workload, cores=None, rate=None, hosts=None, min_mb=None,
                   ):
     """The workload in ``workload`` (a coflow :class:`~controller.model.Workload` or a
     joint workload), with the command line's overrides."""
-    from emulate.traces import read_workload
+    from emulate.io.traces import read_workload
     if cores is not None and cores < 1:
         raise click.BadParameter(f"--cores must be >= 1, got {cores}")
     trace = {k: v for k, v in dict(hosts=hosts, min_mb=min_mb, scale_bytes=scale_bytes,
@@ -159,7 +159,7 @@ def run(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_rele
         return _report_joint(w, result, policy_spec, engine, opts, as_json, segments_path,
                              lp_bound)
     if engine != "sim" and not as_json:
-        from emulate.fidelity import against_simulator
+        from emulate.mininet.fidelity import against_simulator
         click.echo(against_simulator(result, policy_spec, opts.policy_options).format())
     from controller.lp.bound import lp_bound_for
     bound = lp_bound_for(w) if lp_bound else None
@@ -183,7 +183,7 @@ def _network_spec(w, policy_spec: str) -> str:
     """The network half of ``policy_spec`` (``compute+network`` on a joint workload)."""
     if not is_joint(w):
         return policy_spec
-    from emulate.jobsim import split_policy
+    from emulate.sim.jobsim import split_policy
     return split_policy(policy_spec)[1]
 
 
@@ -195,7 +195,7 @@ def _report_joint(w, result, policy_spec, engine, opts, as_json, segments_path, 
     from controller.compute import get_compute_policy
     from controller.jobs import compute_lower_bound
     from emulate.engines import get_engine
-    from emulate.jobsim import split_policy
+    from emulate.sim.jobsim import split_policy
     compute, _ = split_policy(policy_spec)
     lp = get_compute_policy(compute).lower_bound
     bound = None
@@ -263,7 +263,7 @@ def compare(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_
     if plot_path:
         cct_cdf(cmp, plot_path)
     if out_dir:
-        from emulate.records import atomic_write
+        from emulate.io.records import atomic_write
         atomic_write(os.path.join(out_dir, "compare.json"), json.dumps(cmp.to_json(), indent=1))
     if as_json:
         click.echo(json.dumps(cmp.to_json()))
@@ -372,7 +372,7 @@ def generate(kind, seed, ports, cores, rate, coflows, mean_size, chi, jobs, load
 
     Kinds: coflows (independent coflows, releases, DAG), jobs (multi-stage coflow jobs),
     mapreduce (joint: map -> shuffle -> reduce), google (joint, compute only)."""
-    from emulate.generators import generate as make, params_of
+    from emulate.io.generators import generate as make, params_of
     kind = kind or ("jobs" if jobs else "coflows")
     if list_params:
         for name, default in params_of(kind).items():
@@ -390,7 +390,7 @@ def generate(kind, seed, ports, cores, rate, coflows, mean_size, chi, jobs, load
             given[key] = value
     w = make(kind, seed=seed, ports=ports, cores=cores, rate_bps=parse_rate(rate),
              params=given)
-    from emulate.traces import write_json
+    from emulate.io.traces import write_json
     write_json(w, out)
     if is_joint(w):
         click.echo(f"wrote {out}: {len(w.jobs)} jobs, {len(w.stages)} stages, "
@@ -442,7 +442,7 @@ def demo_emulation(seed, out_dir):
 
 def _add_emulation_commands():
     try:
-        from emulate.cli_emulation import commands
+        from emulate.cli.emulation import commands
     except ImportError:
         return
     for cmd in commands():

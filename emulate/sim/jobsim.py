@@ -41,7 +41,7 @@ Tasks hold their size of the machine's capacity while they run (the compute engi
 plan). A preemptive policy without migration keeps a task that has run on its machine in
 later plans; a task placed for a shuffle runs only on that machine.
 
-The network is the flow-level :class:`~emulate.sim.Simulator` on the coflows known so
+The network is the flow-level :class:`~emulate.sim.flowsim.Simulator` on the coflows known so
 far. Coflows with predecessor stages are *gated*: they wait for ``open``. A shuffle's
 flows exist only once it opens, so opening one restarts the simulator on the *residual*
 network (remaining bytes of unfinished flows, the cores started flows are pinned to, the
@@ -75,8 +75,8 @@ from controller.jobrun import JobDriver, KeepCores, job_times, residual_network
 from controller.jobs import JointWorkload
 from controller.model import Coflow, Flow, Workload
 from controller.policies import PolicyError, available, get_policy
-from emulate.records import RunResult, Segments, atomic_write
-from emulate.sim import Simulator
+from emulate.io.records import RunResult, Segments, atomic_write
+from emulate.sim.flowsim import Simulator
 
 __all__ = ["DEFAULT_COMPUTE", "split_policy", "JointSimulator", "JointResult",
            "joint_result", "simulate_joint"]

@@ -7,7 +7,7 @@ kernels compiled with ``cache=True``: the first process that calls a kernel comp
 warm-up the first ``make demo`` on a fresh clone showed ``sebf`` at 26 s and ``lp-flow``
 at 16 s of "wall time": compilation, not simulation.
 
-``python -m emulate.warmup`` (run by ``make setup``) drives every code path that has a
+``python -m emulate.sim.warmup`` (run by ``make setup``) drives every code path that has a
 kernel, with the argument types real runs use: every network policy on a small 2-core
 workload with releases and a DAG and on a 1-core one (the priority matching, the capped
 backfill, fair sharing by pairs, the rescan with byte limits, the LP policies' list
@@ -27,7 +27,7 @@ def warm_up(stream=sys.stderr) -> float:
     from controller.jobs import mapreduce_jobs
     from controller.policies import available
     from emulate.engines import RunOptions, get_engine
-    from emulate.traces import random_workload
+    from emulate.io.traces import random_workload
 
     t0 = time.perf_counter()
     sim = get_engine("sim")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from controller.model import Workload
-from emulate.records import RunResult
+from emulate.io.records import RunResult
 
 TARGET_MEDIAN = 0.05
 TARGET_P90 = 0.15
@@ -168,7 +168,7 @@ def wire_utilisation(r: RunResult) -> dict | None:
         return None
     pb = np.asarray(pb, dtype=float)  # (core, host, [from host, to host])
     scale = r.extra.get("time_scale", 1.0)
-    from emulate.mininet_engine import WIRE_OVERHEAD
+    from emulate.mininet.engine import WIRE_OVERHEAD
     rates = np.array(r.workload.fabric.rates) / scale * WIRE_OVERHEAD
     span = r.makespan * scale  # wall seconds
     u = pb * 8 / (rates[:, None, None] * span)
