@@ -297,14 +297,14 @@ def bound(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_re
     solve = solve_flow_lp if lp == "flow" else solve_coflow_lp
     res = solve(w.arrays, m, w.fabric.rate_bps, objective=objective)
     doc = {"lp": lp, "cores": m, "objective": objective, "value": res.value,
-           "rounds": res.rounds, "cuts": res.cuts, "seconds": res.seconds,
+           "rounds": res.rounds, "cuts": res.details.cuts, "seconds": res.seconds,
            "status": res.status}
     if as_json:
         click.echo(json.dumps(doc))
     else:
         click.echo(f"LP ({ {'flow': 1, 'coflow': 7, 'single': 8}[lp] }) {objective}, "
-                   f"{m} core(s): value {res.value:.8g} ({res.rounds} rounds, {res.cuts} cuts, "
-                   f"{res.seconds:.2f} s)")
+                   f"{m} core(s): value {res.value:.8g} ({res.rounds} rounds, "
+                   f"{res.details.cuts} cuts, {res.seconds:.2f} s)")
 
 
 def _compute_bound(w, lp, objective, as_json):
@@ -320,14 +320,15 @@ def _compute_bound(w, lp, objective, as_json):
         raise click.BadParameter("the compute LPs bound the weighted job completion "
                                  "(--objective weighted or jobs), not the makespan")
     res = compute_lower_bound(w, lp)
-    doc = {"lp": lp, "name": res.name, "objective": "jobs", "value": res.value,
-           "seconds": res.seconds, "status": res.status, "variables": res.n_vars,
-           "rows": res.n_rows}
+    doc = {"lp": lp, "name": res.lp, "objective": "jobs", "value": res.value,
+           "seconds": res.seconds, "status": res.status, "variables": res.details.variables,
+           "rows": res.details.rows}
     if as_json:
         click.echo(json.dumps(doc))
     else:
-        click.echo(f"{res.name} ({lp}), weighted job completion: value {res.value:.8g} "
-                   f"({res.n_vars} variables, {res.n_rows} rows, {res.seconds:.2f} s)")
+        click.echo(f"{res.lp} ({lp}), weighted job completion: value {res.value:.8g} "
+                   f"({res.details.variables} variables, {res.details.rows} rows, "
+                   f"{res.seconds:.2f} s)")
 
 
 # ------------------------------------------------------------------------ misc
