@@ -520,10 +520,10 @@ def joint_result(jw: JointWorkload, policy: str, sched: ComputeSchedule,
     run = RunResult(workload=realized, policy=network_name, engine=engine,
                     flow_completion=fc, coflow_completion=np.array(coflow_completion, float),
                     segments=segs, wall_seconds=wall, events=events)
-    ready, start, comp, jr, jc = job_times(jw, stage_completion, sched.task_start,
-                                           run.coflow_completion)
-    return JointResult(jw, policy, compute_name, network_name, sched, run, ready, start, comp,
-                       jr, jc, wall, dict(extra))
+    jt = job_times(jw, stage_completion, sched.task_start, run.coflow_completion)
+    return JointResult(jw, policy, compute_name, network_name, sched, run, jt.stage_ready,
+                       jt.stage_start, jt.stage_completion, jt.job_release, jt.job_completion,
+                       wall, dict(extra))
 
 
 def simulate_joint(workload: JointWorkload, policy: str, *, segments: bool = False,

@@ -88,7 +88,8 @@ def test_synchpack1_is_within_six_plus_eps_of_lp1(w, eps):
 def test_best_lambda_minimises_the_bound_over_a_fine_grid():
     w = google_like(8, 3, seed=4, n_local=2, remote_fraction=0.5, weight_scheme="random")
     fs = synchpack1.fraction_schedule(w.arrays, 0.25)
-    lam, val = synchpack1.best_lambda(fs)
+    choice = synchpack1.best_lambda(fs)
+    lam, val = choice.lam, choice.bound
     grid = np.linspace(0.01, 1.0, 991)
     vals = w.arrays.job_weight @ (synchpack1.tau(fs, grid) / grid)
     assert val <= vals.min() * (1 + 1e-9)

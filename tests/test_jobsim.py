@@ -605,3 +605,17 @@ def test_mapreduce_experiment_writes_every_row_and_replayable_workloads(tmp_path
     best = min(rows, key=lambda r: r["weighted_completion"])
     assert f"{best['weighted_completion']:.1f}*" in text
     assert all(r["lp1"] <= r["weighted_completion"] for r in rows)
+
+
+def test_job_times_name_every_stage_and_job_time_and_order_them():
+    from controller.jobrun import JobTimes, job_times
+    w = hand_example()
+    r = simulate_joint(w, "fifo+fair")
+    jt = job_times(w, r.compute.stage_completion, r.compute.task_start,
+                   r.network.coflow_completion)
+    assert isinstance(jt, JobTimes)
+    assert np.array_equal(jt.stage_completion, r.stage_completion)
+    assert np.array_equal(jt.job_completion, r.job_completion)
+    assert np.all(jt.stage_ready <= jt.stage_start + 1e-9)
+    assert np.all(jt.stage_start <= jt.stage_completion)
+    assert np.all(jt.job_release <= jt.job_completion)

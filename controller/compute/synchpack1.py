@@ -46,7 +46,7 @@ from controller.lp.result import LPResult
 
 NAME = "synchpack-1"
 __all__ = ["schedule", "plan", "fraction_schedule", "slow_motion", "tau", "best_lambda",
-           "FractionSchedule"]
+           "LambdaChoice", "FractionSchedule"]
 
 
 @dataclass(eq=False)
@@ -156,8 +156,23 @@ def tau(fs: FractionSchedule, lams) -> np.ndarray:
     return out
 
 
-def best_lambda(fs: FractionSchedule, max_candidates: int = 5000) -> tuple[float, float]:
-    """The ``lam`` in (0, 1] minimising ``sum_j w_j tau_j(lam)/lam`` and that minimum.
+@dataclass(frozen=True)
+class LambdaChoice:
+    """The stretch of step 3 chosen by :func:`best_lambda`.
+
+    Attributes
+    ----------
+    lam : float in (0, 1], the stretch factor
+    bound : float, ``sum_j w_j tau_j(lam) / lam`` at ``lam``: the weighted completion
+        of the stretched schedule S' is at most this
+    """
+
+    lam: float
+    bound: float
+
+
+def best_lambda(fs: FractionSchedule, max_candidates: int = 5000) -> LambdaChoice:
+    """The ``lam`` in (0, 1] minimising ``sum_j w_j tau_j(lam)/lam``, with that minimum.
 
     Candidates are the breakpoints (received / target at every segment end of S) and 1;
     above ``max_candidates`` breakpoints an evenly spaced subset is used.
@@ -173,7 +188,7 @@ def best_lambda(fs: FractionSchedule, max_candidates: int = 5000) -> tuple[float
                                         .astype(int)], [1.0]]))
     vals = fs.arrays.job_weight @ (tau(fs, c) / c)
     k = int(np.argmin(vals))
-    return float(c[k]), float(vals[k])
+    return LambdaChoice(lam=float(c[k]), bound=float(vals[k]))
 
 
 def plan(a: ComputeArrays, background=(), *, eps: float = 0.25, lam="best",
@@ -182,7 +197,8 @@ def plan(a: ComputeArrays, background=(), *, eps: float = 0.25, lam="best",
     fs = fraction_schedule(a, eps, background)
     bound = None
     if lam == "best":
-        lam_v, bound = best_lambda(fs)
+        choice = best_lambda(fs)
+        lam_v, bound = choice.lam, choice.bound
     elif lam == "random":
         lam_v = float(np.sqrt(1.0 - np.random.default_rng(seed).random()))  # density 2 lam
     else:
