@@ -186,9 +186,10 @@ def _run_joint(w, policy_spec, engine, mode, objective, as_json, segments_path, 
     (tasks on the agents, controller.joint_runtime)."""
     from controller.compute import get_compute_policy
     from controller.jobs import compute_lower_bound
-    from emulate.jobsim import simulate_joint, split_policy
+    from controller.policyspec import split_policy
+    from emulate.jobsim import simulate_joint
     compute, network = split_policy(policy_spec)
-    opts = policy_options(network, mode, objective)
+    opts = policy_options(network, mode, objective) if network else {}
     if engine == "sim":
         result = simulate_joint(w, policy_spec, segments=bool(segments_path),
                                 network_options=opts)

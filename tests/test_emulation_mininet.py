@@ -282,7 +282,8 @@ def test_mapreduce_jobs_run_on_the_emulation_as_in_the_joint_simulator(system, p
     """Tasks on the agents (capacity, placement, precedence verified on what they ran),
     shuffles made from where the maps ran, per-job times within 10 % of the simulator."""
     from controller.compute import compute_policies
-    from emulate.jobsim import simulate_joint, split_policy
+    from controller.policyspec import split_policy
+    from emulate.jobsim import simulate_joint
     from emulate.mininet_engine import run_mininet
     from test_jobsim import verify_joint
     w = small_mapreduce()

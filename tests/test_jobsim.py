@@ -42,7 +42,8 @@ from controller.jobs import JointJob, JointWorkload, compute_lower_bound, mapred
 from controller.model import Coflow, Flow, Workload, WorkloadError
 from controller.policies import PolicyError, available, get_policy
 from emulate.cli import main
-from emulate.jobsim import DEFAULT_COMPUTE, simulate_joint, split_policy
+from controller.policyspec import DEFAULT_COMPUTE, split_policy
+from emulate.jobsim import simulate_joint
 from emulate.sim import simulate
 from emulate.traces import joint_to_dict, read_json, read_workload, write_json
 from topologies import Fabric
@@ -456,8 +457,12 @@ def test_policy_names():
     assert split_policy("synchpack-3+lp-coflow") == ("synchpack-3", "lp-coflow")
     assert split_policy("sebf") == (DEFAULT_COMPUTE, "sebf")
     assert split_policy("psrs+mymod:MyPolicy") == ("psrs", "mymod:MyPolicy")
+    assert split_policy("synchpack-3") == ("synchpack-3", None)
+    assert split_policy("synchpack-3").network is None
     with pytest.raises(PolicyError, match="is a compute policy"):
-        split_policy("synchpack-3")
+        simulate_joint(hand_example(), "synchpack-3")
+    with pytest.raises(PolicyError, match="unknown policy 'nope'"):
+        split_policy("nope")
     with pytest.raises(PolicyError, match="unknown compute policy 'nope'"):
         split_policy("nope+sebf")
     with pytest.raises(PolicyError, match="unknown policy"):
