@@ -45,10 +45,11 @@ def measure(name: str, w, eps: float):
         w = w.pinned()
         r = lp3(w)
     wall = time.perf_counter() - t0
-    L = r.intervals.L if r.intervals is not None else 0
+    d = r.details
+    L = d.intervals.L if d.intervals is not None else 0
     return {"lp": name, "jobs": len(w.jobs), "tasks": a.n_tasks, "machines": a.n_machines,
-            "intervals": L, "vars": r.n_vars, "rows": r.n_rows, "nnz": r.nnz,
-            "build": r.build_seconds, "solve": r.seconds, "wall": wall, "value": r.value}
+            "intervals": L, "vars": d.variables, "rows": d.rows, "nnz": d.nonzeros,
+            "build": d.build_seconds, "solve": r.seconds, "wall": wall, "value": r.value}
 
 
 def run(start: int = 8, max_jobs: int = 4096, budget: float = 20.0, eps: float = 0.25,

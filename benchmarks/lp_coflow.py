@@ -131,8 +131,9 @@ def lp_section(w, repeat):
     for name, m, fn, obj in rows:
         sec, r = timed(lambda: fn(a, m, rate, obj), repeat)
         out[(name, m, obj)] = (sec, r)
-        line(f"{name:6} {m:>2} {obj:9} {sec:8.2f} {r.rounds:6d} {r.cuts:6d} {r.seed_cuts:5d} "
-             f"{r.value:14.3f}  {r.status} (max rel. violation {r.max_violation:.1e})")
+        d = r.details
+        line(f"{name:6} {m:>2} {obj:9} {sec:8.2f} {r.rounds:6d} {d.cuts:6d} {d.seed_cuts:5d} "
+             f"{r.value:14.3f}  {r.status} (max rel. violation {d.max_violation:.1e})")
     return out
 
 
@@ -152,13 +153,13 @@ def baseline_section(trace, n_coflows, budget, repeat):
         if finished:
             agree = abs(v_naive - r.value) <= 1e-6 * max(1.0, abs(r.value))
             line(f"{name} m={m}: linprog loop {t_naive:7.1f} s ({rounds} rounds, {cuts} cuts) | "
-                 f"ours {t_ours:6.2f} s ({r.rounds} rounds, {r.cuts} cuts) | speed-up "
+                 f"ours {t_ours:6.2f} s ({r.rounds} rounds, {r.details.cuts} cuts) | speed-up "
                  f"x{t_naive / t_ours:.0f} | values {'agree' if agree else 'DIFFER'} "
                  f"({v_naive:.4f} vs {r.value:.4f})")
         else:
             line(f"{name} m={m}: linprog loop unfinished after {t_naive:7.1f} s ({rounds} rounds, "
                  f"{cuts} cuts, bound so far {v_naive:.4f}) | ours {t_ours:6.2f} s "
-                 f"({r.rounds} rounds, {r.cuts} cuts, {r.value:.4f}) | speed-up "
+                 f"({r.rounds} rounds, {r.details.cuts} cuts, {r.value:.4f}) | speed-up "
                  f"> x{t_naive / t_ours:.0f}")
 
 
@@ -179,8 +180,9 @@ def flow_vars_section(trace, prefixes, budget):
             verdict = f"{'agree' if agree else 'DIFFER'} ({lit.value:.4f} vs {red.value:.4f})"
         else:
             verdict = (f"literal stopped by the time limit at {lit.value:.4f} "
-                       f"(max rel. violation {lit.max_violation:.1e}); reduced {red.value:.4f}")
-        line(f"{n:7d} {a.n_flows:7d} {t_lit:11.2f} {lit.rounds:6d} {lit.cuts:6d} "
+                       f"(max rel. violation {lit.details.max_violation:.1e}); reduced "
+                       f"{red.value:.4f}")
+        line(f"{n:7d} {a.n_flows:7d} {t_lit:11.2f} {lit.rounds:6d} {lit.details.cuts:6d} "
              f"{t_red:9.3f}  {verdict}")
         if lit.status != "optimal":
             break

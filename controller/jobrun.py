@@ -38,7 +38,7 @@ from controller.jobs import JointWorkload, shuffle_flows
 from controller.model import Coflow, Flow, Job, Workload
 from controller.policies import Policy
 
-__all__ = ["JobDriver", "KeepCores", "job_times", "residual_network"]
+__all__ = ["JobDriver", "JobTimes", "KeepCores", "job_times", "residual_network"]
 
 
 class KeepCores(Policy):
@@ -255,9 +255,33 @@ def residual_network(jw: JointWorkload, left: dict, arcs) -> Workload:
     return Workload(jw.fabric, tuple(coflows), tuple(arcs), tuple(jobs), name=jw.name)
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class JobTimes:
+    """When the stages and jobs of a joint run were ready, started and completed (seconds).
+
+    Attributes
+    ----------
+    stage_ready : float array, per ``workload.stages``
+        The latest of the job's arrival and the completions of the stage's predecessors
+        (stages and coflows).
+    stage_start : float array, per ``workload.stages``, when its first task started
+    stage_completion : float array, per ``workload.stages``, when its last task finished
+    job_release : float array, per ``workload.jobs``, the job's arrival
+    job_completion : float array, per ``workload.jobs``
+        The latest completion of its stages and coflows.
+    """
+
+    stage_ready: np.ndarray
+    stage_start: np.ndarray
+    stage_completion: np.ndarray
+    job_release: np.ndarray
+    job_completion: np.ndarray
+
+
 def job_times(jw: JointWorkload, stage_completion: np.ndarray, task_start: np.ndarray,
-              coflow_completion: np.ndarray):
-    """Per stage (workload order): ready, start, completion; per job: arrival, completion.
+              coflow_completion: np.ndarray) -> JobTimes:
+    """The :class:`JobTimes` of a run: per stage ready, start, completion; per job arrival
+    and completion.
 
     ``stage_completion`` is in ``jw.compute.arrays.stage_ids`` order, ``task_start`` per
     compute task, ``coflow_completion`` per ``jw.coflows``.
@@ -275,4 +299,5 @@ def job_times(jw: JointWorkload, stage_completion: np.ndarray, task_start: np.nd
                       for s in jw.stages])
     jc = np.array([max(done_at[x] for x in j.stages + j.coflows) for j in jw.jobs])
     jr = np.array([arrival[j.id] for j in jw.jobs])
-    return ready, start, comp, jr, jc
+    return JobTimes(stage_ready=ready, stage_start=start, stage_completion=comp,
+                    job_release=jr, job_completion=jc)

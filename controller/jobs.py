@@ -524,7 +524,9 @@ def compute_lower_bound(w: JointWorkload, lp: str = "lp1", *, eps: float = 0.25)
 
     Returns
     -------
-    controller.compute.lp.LPResult
+    controller.lp.result.LPResult
+        ``lp`` is ``"LP1"``, ``"LP2"`` or ``"LP3"``; ``solution`` a
+        :class:`~controller.lp.result.StageSolution`, ``details`` the LP's size.
     """
     from controller.compute.lp import lp1, lp2, lp3
     lp = LOWER_BOUNDS.get(lp, lp)

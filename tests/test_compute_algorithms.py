@@ -51,7 +51,7 @@ def test_synchpack3_ratio_on_google_like_workloads():
 @given(w=instances(max_jobs=4, max_tasks=3, max_p=8), eps=st.sampled_from([0.2, 0.5]))
 def test_synchpack1_fractions_of_intervals_up_to_l_finish_by_three_d_l(w, eps):
     fs = synchpack1.fraction_schedule(w.arrays, eps)
-    d = fs.lp.intervals.d
+    d = fs.lp.details.intervals.d
     for l in np.unique(fs.fraction_interval):
         done = fs.fraction_end[fs.fraction_interval <= l].max()
         assert done <= 3 * d[l] * (1 + REL), (l, done, d[l])
@@ -88,7 +88,8 @@ def test_synchpack1_is_within_six_plus_eps_of_lp1(w, eps):
 def test_best_lambda_minimises_the_bound_over_a_fine_grid():
     w = google_like(8, 3, seed=4, n_local=2, remote_fraction=0.5, weight_scheme="random")
     fs = synchpack1.fraction_schedule(w.arrays, 0.25)
-    lam, val = synchpack1.best_lambda(fs)
+    choice = synchpack1.best_lambda(fs)
+    lam, val = choice.lam, choice.bound
     grid = np.linspace(0.01, 1.0, 991)
     vals = w.arrays.job_weight @ (synchpack1.tau(fs, grid) / grid)
     assert val <= vals.min() * (1 + 1e-9)
@@ -101,12 +102,14 @@ def test_best_lambda_minimises_the_bound_over_a_fine_grid():
 def test_slow_motion_on_lp_values_keeps_each_task_whole(w, lam):
     a = w.arrays
     res = lp2(w)
-    t, i, l, v = synchpack2.slow_motion_lp(res.x, lam)
+    xbar = synchpack2.slow_motion_lp(res.solution.fractions, lam)
+    t, i, l, v = xbar.task, xbar.machine, xbar.interval, xbar.value
     tot = np.zeros(a.n_tasks)
     np.add.at(tot, t, v)
     assert np.allclose(tot, 1.0, atol=1e-9)
     # per (task, machine): the same total, and the cumulative x_bar is min(cum x / lam, x~)
-    xt, xi, xl, xv = res.x
+    x = res.solution.fractions
+    xt, xi, xl, xv = x.task, x.machine, x.interval, x.value
     for k in range(a.n_tasks):
         for m in range(a.n_machines):
             sel = (xt == k) & (xi == m)
@@ -126,10 +129,10 @@ def test_slow_motion_on_lp_values_keeps_each_task_whole(w, lam):
 def test_mapping_matches_every_task_on_nonzero_edges_within_interval_capacity(w, lam):
     a = w.arrays
     res = lp2(w)
-    xbar = synchpack2.slow_motion_lp(res.x, lam)
+    xbar = synchpack2.slow_motion_lp(res.solution.fractions, lam)
     mp = synchpack2.map_to_machine_intervals(a, xbar)
     et, ei, el, ec, ew = mp.edges
-    d = res.intervals.d
+    d = res.details.intervals.d
     assert np.all(mp.machine >= 0) and np.all(mp.block >= 1)
     assert np.all(mp.matched_weight > 0)
     for k in range(a.n_tasks):
@@ -139,7 +142,7 @@ def test_mapping_matches_every_task_on_nonzero_edges_within_interval_capacity(w,
     task_w = np.zeros(a.n_tasks)
     np.add.at(task_w, et, ew)
     assert np.allclose(task_w, 1.0, atol=1e-9)
-    xt, xi, xl, xv = xbar
+    xt, xi, xl, xv = xbar.task, xbar.machine, xbar.interval, xbar.value
     for (m, b), cw in mp.copy_weight.items():
         assert np.all(cw <= 1 + 1e-9)
         need = xv[(xi == m) & (xl == b)].sum()
@@ -160,7 +163,7 @@ def test_mapping_matches_every_task_on_nonzero_edges_within_interval_capacity(w,
 def test_block_packing_finishes_each_task_by_six_stretched_interval_ends(w, lam):
     s = synchpack2.schedule(w, lam=lam, shift=False)
     verify(w, s, preemptive=False, migration=False)
-    d = lp2(w).intervals.d
+    d = lp2(w).details.intervals.d
     blk = s.info["block"]
     assert np.all(s.task_completion <= 6 * d[blk] / lam * (1 + REL))
 

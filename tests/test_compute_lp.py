@@ -313,7 +313,7 @@ def test_lp_sizes_grow_with_log_horizon():
                                                                       "m1": 2.0 + k})])])
                          for k in range(6)])
     r1, r2 = lp1(w, 0.25), lp1(w, 0.5)
-    assert r1.intervals.L > r2.intervals.L
-    assert r1.intervals.d[-1] >= sum(2.0 + k for k in range(6))
-    assert r1.intervals.d[-2] < sum(2.0 + k for k in range(6))
-    assert r1.n_vars > r2.n_vars
+    assert r1.details.intervals.L > r2.details.intervals.L
+    assert r1.details.intervals.d[-1] >= sum(2.0 + k for k in range(6))
+    assert r1.details.intervals.d[-2] < sum(2.0 + k for k in range(6))
+    assert r1.details.variables > r2.details.variables

@@ -282,8 +282,9 @@ def test_mapreduce_jobs_run_on_the_emulation_as_in_the_joint_simulator(system, p
     """Tasks on the agents (capacity, placement, precedence verified on what they ran),
     shuffles made from where the maps ran, per-job times within 10 % of the simulator."""
     from controller.compute import compute_policies
-    from emulate.sim.jobsim import simulate_joint, split_policy
+    from controller.policyspec import split_policy
     from emulate.mininet.engine import run_mininet
+    from emulate.sim.jobsim import simulate_joint
     from test_jobsim import verify_joint
     w = small_mapreduce()
     sim = simulate_joint(w, pair)

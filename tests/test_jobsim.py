@@ -42,9 +42,10 @@ from controller.jobs import JointJob, JointWorkload, compute_lower_bound, mapred
 from controller.model import Coflow, Flow, Workload, WorkloadError
 from controller.policies import PolicyError, available, get_policy
 from emulate.cli import main
-from emulate.sim.jobsim import DEFAULT_COMPUTE, simulate_joint, split_policy
-from emulate.sim.flowsim import simulate
+from controller.policyspec import DEFAULT_COMPUTE, split_policy
 from emulate.io.traces import joint_to_dict, read_json, read_workload, write_json
+from emulate.sim.flowsim import simulate
+from emulate.sim.jobsim import simulate_joint
 from topologies import Fabric
 from verifier import flow_refs, verify_segments
 
@@ -456,8 +457,12 @@ def test_policy_names():
     assert split_policy("synchpack-3+lp-coflow") == ("synchpack-3", "lp-coflow")
     assert split_policy("sebf") == (DEFAULT_COMPUTE, "sebf")
     assert split_policy("psrs+mymod:MyPolicy") == ("psrs", "mymod:MyPolicy")
+    assert split_policy("synchpack-3") == ("synchpack-3", None)
+    assert split_policy("synchpack-3").network is None
     with pytest.raises(PolicyError, match="is a compute policy"):
-        split_policy("synchpack-3")
+        simulate_joint(hand_example(), "synchpack-3")
+    with pytest.raises(PolicyError, match="unknown policy 'nope'"):
+        split_policy("nope")
     with pytest.raises(PolicyError, match="unknown compute policy 'nope'"):
         split_policy("nope+sebf")
     with pytest.raises(PolicyError, match="unknown policy"):
@@ -605,3 +610,17 @@ def test_mapreduce_experiment_writes_every_row_and_replayable_workloads(tmp_path
     best = min(rows, key=lambda r: r["weighted_completion"])
     assert f"{best['weighted_completion']:.1f}*" in text
     assert all(r["lp1"] <= r["weighted_completion"] for r in rows)
+
+
+def test_job_times_name_every_stage_and_job_time_and_order_them():
+    from controller.jobrun import JobTimes, job_times
+    w = hand_example()
+    r = simulate_joint(w, "fifo+fair")
+    jt = job_times(w, r.compute.stage_completion, r.compute.task_start,
+                   r.network.coflow_completion)
+    assert isinstance(jt, JobTimes)
+    assert np.array_equal(jt.stage_completion, r.stage_completion)
+    assert np.array_equal(jt.job_completion, r.job_completion)
+    assert np.all(jt.stage_ready <= jt.stage_start + 1e-9)
+    assert np.all(jt.stage_start <= jt.stage_completion)
+    assert np.all(jt.job_release <= jt.job_completion)

@@ -127,7 +127,8 @@ def flow_level_violation(w, res, m):
     a, p = w.arrays, seconds(w)
     worst = 0.0
     for fl in port_groups(a):
-        worst = max(worst, subset_violations(p[fl], p[fl] ** 2, res.flow_completion[fl], m))
+        worst = max(worst, subset_violations(p[fl], p[fl] ** 2,
+                                             res.solution.flow_completion[fl], m))
     return worst
 
 
@@ -144,7 +145,8 @@ def coflow_level_violation(w, res, m):
     worst = 0.0
     for L in coflow_level_loads(w):
         ks = np.flatnonzero(L > 0)
-        worst = max(worst, subset_violations(L[ks], L[ks] ** 2, res.coflow_completion[ks], m))
+        worst = max(worst, subset_violations(L[ks], L[ks] ** 2,
+                                             res.solution.coflow_completion[ks], m))
     return worst
 
 
@@ -364,7 +366,7 @@ def test_single_port_lp_value_matches_hand_computation():
     for solve in (solve_single_core_lp, lambda a, r, o: solve_flow_lp(a, 1, r, o)):
         res = solve(w.arrays, RATE, "weighted")
         assert res.value == pytest.approx(4.0, rel=1e-9)
-        assert res.coflow_completion == pytest.approx([3.0, 1.0], rel=1e-9)
+        assert res.solution.coflow_completion == pytest.approx([3.0, 1.0], rel=1e-9)
         assert res.status == "optimal"
 
 
@@ -380,7 +382,7 @@ def test_rate_converts_bytes_to_seconds():
     w = make_workload(2, 1, [(0, 1, [(0, 1, 2e6)]), (0, 1, [(0, 1, 1e6)])], rate=1e9)
     res = solve_coflow_lp(w.arrays, 1, 1e9)
     # 1 MB at 1 Gbit/s = 8 ms
-    assert res.coflow_completion == pytest.approx([0.024, 0.008], rel=1e-9)
+    assert res.solution.coflow_completion == pytest.approx([0.024, 0.008], rel=1e-9)
     assert res.value == pytest.approx(0.032, rel=1e-9)
 
 
@@ -414,8 +416,8 @@ def test_cutting_plane_optimum_equals_the_lp_with_every_subset_row(seed, objecti
         res = solve(a, m, RATE, objective)
         assert res.value == pytest.approx(ref_value, rel=1e-6, abs=1e-7)
         if objective == "makespan":   # second stage: min sum C_k at C_max = T*
-            assert np.nansum(res.coflow_completion) == pytest.approx(ref_sum, rel=1e-6)
-            assert res.coflow_completion.max() <= res.value * (1 + 1e-6)
+            assert np.nansum(res.solution.coflow_completion) == pytest.approx(ref_sum, rel=1e-6)
+            assert res.solution.coflow_completion.max() <= res.value * (1 + 1e-6)
     vres = solve_flow_lp(a, m, RATE, objective, formulation="flow-vars")
     assert vres.value == pytest.approx(reference_lp(w, "flow", m, objective)[0], rel=1e-6,
                                        abs=1e-7)
@@ -447,13 +449,13 @@ def test_prefix_lemma_holds_at_every_port(seed, cores):
     w = random_workload(rng, ports=4, cores=cores, n_coflows=7, max_flows=6, arc_p=0.2)
     a, m, p = w.arrays, cores, seconds(w)
     r1 = solve_flow_lp(a, m, RATE)
-    cf = r1.flow_completion
+    cf = r1.solution.flow_completion
     for fl in port_groups(a):
         for f in fl:
             prefix = fl[cf[fl] <= cf[f]]
             assert p[prefix].sum() <= 2 * m * cf[f] * (1 + 1e-6) + 1e-6
     r7 = solve_coflow_lp(a, m, RATE)
-    ck = r7.coflow_completion
+    ck = r7.solution.coflow_completion
     for L in coflow_level_loads(w):
         for k in np.flatnonzero(L > 0):
             assert L[ck <= ck[k]].sum() <= 2 * m * ck[k] * (1 + 1e-6) + 1e-6
@@ -471,21 +473,22 @@ def test_release_and_precedence_rows_hold(seed, cores, objective):
     dmax = np.zeros(a.n_coflows)
     np.maximum.at(dmax, a.coflow, p)
     lmax = np.max(coflow_level_loads(w), axis=0)
-    tol = 1e-6 * (1 + np.nanmax(r7.coflow_completion))
+    tol = 1e-6 * (1 + np.nanmax(r7.solution.coflow_completion))
     # (1b), (7a)/(7b)
-    assert np.all(r1.flow_completion >= a.release[a.coflow] + p - tol)
-    assert np.all(r7.coflow_completion >= a.release + lmax - tol)
+    assert np.all(r1.solution.flow_completion >= a.release[a.coflow] + p - tol)
+    assert np.all(r7.solution.coflow_completion >= a.release + lmax - tol)
     # (1a)
-    assert np.all(r1.coflow_completion[a.coflow] >= r1.flow_completion - tol)
+    assert np.all(r1.solution.coflow_completion[a.coflow] >= r1.solution.flow_completion - tol)
     for kp, k in a.arcs:
         # (1c), (7c)/(7d)
         fs = a.coflow == k
-        assert np.all(r1.flow_completion[fs] >= r1.coflow_completion[kp] + p[fs] - tol)
-        assert r7.coflow_completion[k] >= r7.coflow_completion[kp] + lmax[k] - tol
+        assert np.all(r1.solution.flow_completion[fs]
+                      >= r1.solution.coflow_completion[kp] + p[fs] - tol)
+        assert r7.solution.coflow_completion[k] >= r7.solution.coflow_completion[kp] + lmax[k] - tol
     # job completions are the max over the job's coflows
     for g in range(len(a.job_weight)):
-        assert r7.job_completion[g] == pytest.approx(
-            np.max(r7.coflow_completion[a.job_of == g]))
+        assert r7.solution.job_completion[g] == pytest.approx(
+            np.max(r7.solution.coflow_completion[a.job_of == g]))
 
 
 def test_jobs_objective_without_jobs_is_the_weighted_lp():
@@ -505,9 +508,9 @@ def test_a_coflow_outside_every_job_counts_with_its_own_weight():
     ref = reference_lp(w, "coflow", 1, "jobs")[0]
     assert res.value == pytest.approx(ref, rel=1e-7)
     # value = 5 C_0 + 2 max(C_1, C_2) and the job's C_g is reported
-    c = res.coflow_completion
+    c = res.solution.coflow_completion
     assert res.value == pytest.approx(5 * c[0] + 2 * max(c[1], c[2]), rel=1e-7)
-    assert res.job_completion[0] == pytest.approx(max(c[1], c[2]))
+    assert res.solution.job_completion[0] == pytest.approx(max(c[1], c[2]))
 
 
 def test_makespan_is_solved_lexicographically():
@@ -516,7 +519,7 @@ def test_makespan_is_solved_lexicographically():
     res = solve_coflow_lp(w.arrays, 1, RATE, "makespan")
     assert res.value == pytest.approx(4.0)
     # second stage pushes the small coflows to their earliest LP times: 1 and 2
-    assert sorted(res.coflow_completion[1:]) == pytest.approx([1.0, 2.0])
+    assert sorted(res.solution.coflow_completion[1:]) == pytest.approx([1.0, 2.0])
 
 
 def test_scaling_sizes_and_releases_scales_the_lp():
@@ -534,7 +537,8 @@ def test_scaling_sizes_and_releases_scales_the_lp():
             Coflow(k.id, k.flows, release=k.release / 2, weight=k.weight) for k in w.coflows))
         r3 = solve(w3.arrays, 2, 2 * RATE)
         assert r3.value == pytest.approx(r1.value / 2, rel=1e-6)
-        assert r3.coflow_completion == pytest.approx(r1.coflow_completion / 2, rel=1e-6)
+        assert r3.solution.coflow_completion == pytest.approx(
+            r1.solution.coflow_completion / 2, rel=1e-6)
 
 
 def test_residual_lp_is_the_lp_of_the_shifted_remaining_instance():
@@ -559,21 +563,22 @@ def test_residual_lp_is_the_lp_of_the_shifted_remaining_instance():
         online = solve(a, 2, RATE, remaining=remaining, now=now,
                        coflows=np.intersect1d(known, keep))
         offline = solve(w2.arrays, 2, RATE)
-        assert np.isnan(online.coflow_completion[np.setdiff1d(np.arange(a.n_coflows), keep)]).all()
-        assert online.coflow_completion[keep] == pytest.approx(
-            offline.coflow_completion + now, rel=1e-6)
+        gone = np.setdiff1d(np.arange(a.n_coflows), keep)
+        assert np.isnan(online.solution.coflow_completion[gone]).all()
+        assert online.solution.coflow_completion[keep] == pytest.approx(
+            offline.solution.coflow_completion + now, rel=1e-6)
         assert online.value == pytest.approx(offline.value + now * a.weight[keep].sum(),
                                              rel=1e-6)
-        assert np.isnan(online.flow_completion[remaining == 0]).all()
+        assert np.isnan(online.solution.flow_completion[remaining == 0]).all()
 
 
 def test_a_coflow_without_flows_is_bounded_by_release_and_predecessors():
     w = make_workload(2, 1, [(0, 1, [(0, 1, 3)]), (1, 1, [(0, 1, 0)])], arcs=[(0, 1)])
     for solve in (solve_flow_lp, solve_coflow_lp):
         res = solve(w.arrays, 1, RATE)
-        assert res.coflow_completion == pytest.approx([3.0, 3.0])
+        assert res.solution.coflow_completion == pytest.approx([3.0, 3.0])
     res = solve_flow_lp(w.arrays, 1, RATE, formulation="flow-vars")
-    assert res.coflow_completion == pytest.approx([3.0, 3.0])
+    assert res.solution.coflow_completion == pytest.approx([3.0, 3.0])
 
 
 def test_heterogeneous_core_rates_are_rejected():

@@ -153,7 +153,7 @@ def test_engine_bound_E_and_per_coflow_bound_hold(seed, cores, algo, objective):
         bound = v.ready[a.coflow[f]] + p[f] + p[before].sum()
         assert v.flow_completion[f] <= bound + TOL
     chi_k = w.chain_lengths
-    cbar = sched.lp.coflow_completion
+    cbar = sched.lp.solution.coflow_completion
     b = beta(algorithm, 1 if algorithm == "single" else cores)
     assert np.all(v.coflow_completion <= (1 + b * chi_k) * cbar + TOL)
 
@@ -179,7 +179,7 @@ def test_total_weighted_completion_within_the_ratio_of_the_lp(name, algorithm, r
         assert cost <= ratio * lp + TOL
         if not releases:
             assert np.all(v.coflow_completion <= b * w.chain_lengths *
-                          pol.schedule.lp.coflow_completion + TOL)
+                          pol.schedule.lp.solution.coflow_completion + TOL)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -264,8 +264,9 @@ def test_flow_core_is_the_least_loaded_at_decision_time(seed):
         load_in[sched.core[f], a.src[f]] += a.size[f]
         load_out[sched.core[f], a.dst[f]] += a.size[f]
     # pi is sorted by (C_bar_f, topo rank, k, i, j)
-    key = [(sched.lp.flow_completion[f], w.topo_rank[a.coflow[f]], a.coflow[f], a.src[f],
-            a.dst[f]) for f in sched.order]
+    cbar = sched.lp.solution.flow_completion
+    key = [(cbar[f], w.topo_rank[a.coflow[f]], a.coflow[f], a.src[f], a.dst[f])
+           for f in sched.order]
     assert key == sorted(key)
 
 
@@ -300,7 +301,7 @@ def test_lp_ties_are_broken_by_topological_rank_then_index():
     cs = tuple(Coflow(f"c{k}", (Flow(*flows[k], 1.0),)) for k in range(3))
     w = Workload(Fabric(ports=3, cores=1, rate_bps=RATE), (cs[2], cs[0], cs[1]))
     sched = lp_list_schedule(w, "coflow")
-    assert np.allclose(sched.lp.coflow_completion, 1.0)
+    assert np.allclose(sched.lp.solution.coflow_completion, 1.0)
     assert list(sched.coflow_order) == [0, 1, 2]      # no DAG: by index
     w2 = Workload(w.fabric, w.coflows, precedence=(("c1", "c0"),))
     sched2 = lp_list_schedule(w2, "coflow", lp=sched.lp)   # same C_bar, a DAG

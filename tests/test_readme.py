@@ -34,3 +34,23 @@ def test_readme_user_policy_runs_from_its_folder_and_orders_by_weight(tmp_path):
     res = {c["id"]: c["completion"] for c in json.loads(out.stdout)["coflows"]}
     assert res["heavy"] < res["light"]
     assert json.loads(out.stdout)["policy"] == "heaviest-first"
+
+
+def test_readme_compute_policy_runs_a_joint_workload_from_its_folder(tmp_path):
+    from controller.jobs import mapreduce_jobs
+    from emulate.io.traces import write_json
+    with open(os.path.join(ROOT, "README.md")) as fh:
+        blocks = [b for b in _python_blocks(fh.read()) if "class ShortestTaskFirst" in b]
+    assert len(blocks) == 1, "the README shows one ShortestTaskFirst example"
+    (tmp_path / "shortest.py").write_text(blocks[0])
+    w = mapreduce_jobs(3, n_jobs=3)
+    write_json(w, str(tmp_path / "mr.json"))
+    exe = os.path.join(os.path.dirname(sys.executable), "coflowemu")
+    out = subprocess.run([exe, "run", "mr.json", "--policy", "shortest:ShortestTaskFirst+sebf",
+                          "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["policy"] == "shortest:ShortestTaskFirst+sebf"
+    assert len(doc["jobs"]) == len(w.jobs)
+    assert all(j["completion"] >= j["release"] for j in doc["jobs"])
+    assert doc["lp"] == "LP3" and doc["lp_lower_bound"] <= doc["total_weighted_job_completion"]

@@ -52,7 +52,9 @@ Implementation notes and our deviations, all of which keep the LPs valid lower b
   ``O(#x L)``. The feasible sets of ``x, z`` are the same.
 
 Solved with ``scipy.optimize.linprog(method="highs")`` on sparse matrices, times in units
-of ``u`` (LP1/LP2) or of the longest processing time (LP3).
+of ``u`` (LP1/LP2) or of the longest processing time (LP3). Each solver returns the
+project's one LP result type, :class:`~controller.lp.result.LPResult`, with a
+:class:`~controller.lp.result.StageSolution` and :class:`~controller.lp.result.ModelDetails`.
 
 References
 ----------
@@ -62,15 +64,16 @@ Lemmas 3.2, 4.3, E.2 (each LP is a lower bound); algorithms.md 2.3, 2.4, 2.6, 2.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from controller.compute.model import ComputeArrays, ComputeWorkload
+from controller.lp.result import LPResult, ModelDetails, StageOrder, StageSolution, TaskFractions
 
-__all__ = ["Intervals", "LPResult", "LPError", "intervals", "lp1", "lp2", "lp3"]
+__all__ = ["Intervals", "LPError", "intervals", "lp1", "lp2", "lp3"]
 
 
 class LPError(RuntimeError):
@@ -116,51 +119,6 @@ def intervals(arrays: ComputeArrays, eps: float, first_left: float | None = None
     return Intervals(float(eps), unit, d, left)
 
 
-@dataclass(eq=False)
-class LPResult:
-    """Solution of one of the LPs.
-
-    Attributes
-    ----------
-    name : str, "LP1", "LP2" or "LP3"
-    value : float
-        Optimal objective ``sum_s w_s C~_s`` (seconds x weight); with the default stage
-        weights a lower bound on ``sum_j w_j C_j`` of every schedule of the LP's class.
-    C : float array, per stage, the LP completion times ``C~_s`` (seconds)
-    job_C : float array, per job, the largest ``C~`` of its stages
-    x : tuple (task, machine, interval, value) of arrays, LP1/LP2 only
-        ``interval`` is 1-based as in the paper; values of a task sum to 1.
-    intervals : Intervals or None
-    delta : tuple (stage_a, stage_b, value) of arrays, LP3 only ("a before b")
-    status : int, 0 = optimal
-    seconds : float, solver time; build_seconds: time to build the matrices
-    n_vars, n_rows, nnz : LP size
-    """
-
-    name: str
-    value: float
-    C: np.ndarray
-    job_C: np.ndarray
-    status: int
-    message: str
-    seconds: float
-    build_seconds: float
-    n_vars: int
-    n_rows: int
-    nnz: int
-    x: tuple | None = None
-    intervals: Intervals | None = None
-    delta: tuple | None = None
-    weights: np.ndarray | None = field(default=None, repr=False)
-
-    def x_total(self, n_tasks: int, n_machines: int) -> np.ndarray:
-        """(n, M) array ``x~^i_t = sum_l x^i_tl``: fraction of task ``t`` on machine ``i``."""
-        out = np.zeros((n_tasks, n_machines))
-        t, i, _, v = self.x
-        np.add.at(out, (t, i), v)
-        return out
-
-
 def _arrays(instance) -> ComputeArrays:
     return instance.arrays if isinstance(instance, ComputeWorkload) else instance
 
@@ -202,6 +160,14 @@ def lp1(instance, eps: float = 0.25, *, weights=None, first_left: float | None =
     Returns
     -------
     LPResult
+        ``solution`` is a :class:`~controller.lp.result.StageSolution` with the task
+        ``fractions``; ``details`` a :class:`~controller.lp.result.ModelDetails`. HiGHS
+        solves it once: ``status`` is ``"optimal"``, ``rounds`` 1.
+
+    Raises
+    ------
+    LPError
+        HiGHS did not find the optimum.
 
     References
     ----------
@@ -336,10 +302,12 @@ def lp1(instance, eps: float = 0.25, *, weights=None, first_left: float | None =
     C = zv @ iv.left
     value = float(res.fun * u + const * u)
     return LPResult(
-        name="LP2" if _lp2 else "LP1", value=value, C=C, job_C=_job_max(a, C),
-        status=int(res.status), message=str(res.message), seconds=secs, build_seconds=build,
-        n_vars=nvar, n_rows=n_eq + r, nnz=int(nnz),
-        x=(xt[keep], xi[keep], xl[keep], xv[keep]), intervals=iv, weights=w)
+        lp="LP2" if _lp2 else "LP1", value=value, status="optimal",
+        solution=StageSolution(C, _job_max(a, C), fractions=TaskFractions(
+            xt[keep], xi[keep], xl[keep], xv[keep])),
+        rounds=1, seconds=secs,
+        details=ModelDetails(variables=nvar, rows=n_eq + r, nonzeros=int(nnz),
+                             build_seconds=build, intervals=iv, weights=w))
 
 
 def lp2(instance, *, weights=None, first_left: float | None = None) -> LPResult:
@@ -358,7 +326,8 @@ def lp3(instance, *, weights=None) -> LPResult:
     """Solve LP3 (21a-21e) with every task on its fastest machine.
 
     A lower bound for schedules that run every task on its fastest machine only
-    (single-machine placement; use :meth:`ComputeWorkload.pinned`).
+    (single-machine placement; use :meth:`ComputeWorkload.pinned`). The result's
+    ``solution.order`` holds the ``delta`` of every pair of stages sharing a machine.
 
     References
     ----------
@@ -437,10 +406,11 @@ def lp3(instance, *, weights=None) -> LPResult:
     res, secs = _solve(c, A_ub, b_ub, None, None, np.column_stack([lb, ub]), "LP3")
     C = res.x[:S] * u
     return LPResult(
-        name="LP3", value=float(res.fun * u), C=C, job_C=_job_max(a, C),
-        status=int(res.status), message=str(res.message), seconds=secs, build_seconds=build,
-        n_vars=nvar, n_rows=r, nnz=int(A_ub.nnz),
-        delta=(P_lo, P_hi, res.x[S:]), weights=w)
+        lp="LP3", value=float(res.fun * u), status="optimal",
+        solution=StageSolution(C, _job_max(a, C), order=StageOrder(P_lo, P_hi, res.x[S:])),
+        rounds=1, seconds=secs,
+        details=ModelDetails(variables=nvar, rows=r, nonzeros=int(A_ub.nnz),
+                             build_seconds=build, weights=w))
 
 
 def _job_max(a: ComputeArrays, C: np.ndarray) -> np.ndarray:

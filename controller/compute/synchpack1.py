@@ -42,10 +42,11 @@ from controller.compute.model import ComputeArrays, as_arrays
 from controller.compute.online import replan
 from controller.compute.packing import list_schedule
 from controller.compute.schedule import ComputeSchedule
+from controller.lp.result import LPResult
 
 NAME = "synchpack-1"
 __all__ = ["schedule", "plan", "fraction_schedule", "slow_motion", "tau", "best_lambda",
-           "FractionSchedule"]
+           "LambdaChoice", "FractionSchedule"]
 
 
 @dataclass(eq=False)
@@ -57,7 +58,7 @@ class FractionSchedule:
     arrays : ComputeArrays
     segments : (task, machine, start, end) arrays of S
     target : float array (n, M), ``x~^i_t p^i_t``: seconds task ``t`` gets on machine ``i``
-    lp : LPResult
+    lp : LPResult, the LP1 solution
     fraction_interval, fraction_end : arrays, per packed fraction, its LP interval ``l``
         and the time it finished in S (Lemma 3.3 bounds the latter by ``3 d_l``)
     """
@@ -65,7 +66,7 @@ class FractionSchedule:
     arrays: ComputeArrays
     segments: tuple
     target: np.ndarray
-    lp: object
+    lp: LPResult
     fraction_interval: np.ndarray = None
     fraction_end: np.ndarray = None
 
@@ -73,7 +74,8 @@ class FractionSchedule:
 def fraction_schedule(a: ComputeArrays, eps: float = 0.25, background=()) -> FractionSchedule:
     """Steps 1-2: solve LP1 and pack its task fractions greedily (schedule S)."""
     res = lp1(a, eps, weights=a.job_weight[a.stage_job])
-    xt, xi, xl, xv = res.x
+    x = res.solution.fractions
+    xt, xi, xl, xv = x.task, x.machine, x.interval, x.value
     work = xv * a.proc[xt, xi]
     # fractions shorter than the engine's time tolerance are dropped and the task's other
     # fractions scaled up to sum to 1 again
@@ -85,7 +87,8 @@ def fraction_schedule(a: ComputeArrays, eps: float = 0.25, background=()) -> Fra
         xv = xv / tot[xt]
         work = xv * a.proc[xt, xi]
     rank = np.empty(a.n_stages)
-    rank[np.lexsort((np.arange(a.n_stages), res.C))] = np.arange(a.n_stages)
+    C = res.solution.stage_completion
+    rank[np.lexsort((np.arange(a.n_stages), C))] = np.arange(a.n_stages)
     order = np.lexsort((xi, xt, rank[a.task_stage[xt]], xl))
     prio = np.empty(len(xt))
     prio[order] = np.arange(len(xt))
@@ -153,8 +156,23 @@ def tau(fs: FractionSchedule, lams) -> np.ndarray:
     return out
 
 
-def best_lambda(fs: FractionSchedule, max_candidates: int = 5000) -> tuple[float, float]:
-    """The ``lam`` in (0, 1] minimising ``sum_j w_j tau_j(lam)/lam`` and that minimum.
+@dataclass(frozen=True)
+class LambdaChoice:
+    """The stretch of step 3 chosen by :func:`best_lambda`.
+
+    Attributes
+    ----------
+    lam : float in (0, 1], the stretch factor
+    bound : float, ``sum_j w_j tau_j(lam) / lam`` at ``lam``: the weighted completion
+        of the stretched schedule S' is at most this
+    """
+
+    lam: float
+    bound: float
+
+
+def best_lambda(fs: FractionSchedule, max_candidates: int = 5000) -> LambdaChoice:
+    """The ``lam`` in (0, 1] minimising ``sum_j w_j tau_j(lam)/lam``, with that minimum.
 
     Candidates are the breakpoints (received / target at every segment end of S) and 1;
     above ``max_candidates`` breakpoints an evenly spaced subset is used.
@@ -170,7 +188,7 @@ def best_lambda(fs: FractionSchedule, max_candidates: int = 5000) -> tuple[float
                                         .astype(int)], [1.0]]))
     vals = fs.arrays.job_weight @ (tau(fs, c) / c)
     k = int(np.argmin(vals))
-    return float(c[k]), float(vals[k])
+    return LambdaChoice(lam=float(c[k]), bound=float(vals[k]))
 
 
 def plan(a: ComputeArrays, background=(), *, eps: float = 0.25, lam="best",
@@ -179,14 +197,15 @@ def plan(a: ComputeArrays, background=(), *, eps: float = 0.25, lam="best",
     fs = fraction_schedule(a, eps, background)
     bound = None
     if lam == "best":
-        lam_v, bound = best_lambda(fs)
+        choice = best_lambda(fs)
+        lam_v, bound = choice.lam, choice.bound
     elif lam == "random":
         lam_v = float(np.sqrt(1.0 - np.random.default_rng(seed).random()))  # density 2 lam
     else:
         lam_v = float(lam)
     segs = slow_motion(fs, lam_v)
     info = {"lp": fs.lp.value, "lp_seconds": fs.lp.seconds, "lam": lam_v, "eps": eps,
-            "lp_C": fs.lp.C}
+            "lp_C": fs.lp.solution.stage_completion}
     if bound is not None:
         info["tau_bound"] = bound
     return ComputeSchedule.from_segments(a, segs, NAME, info)

@@ -44,28 +44,30 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from controller.compute.lp import LPResult, lp2
+from controller.compute.lp import lp2
 from controller.compute.model import ComputeArrays, as_arrays
 from controller.compute.online import replan
 from controller.compute.packing import list_schedule
 from controller.compute.schedule import ComputeSchedule, left_shift
+from controller.lp.result import LPResult, TaskFractions
 
 NAME = "synchpack-2"
 DEFAULT_LAMS = (1.0, 0.8, 0.6, 0.4, 0.2)
 __all__ = ["schedule", "plan", "slow_motion_lp", "map_to_machine_intervals", "Mapping"]
 
 
-def slow_motion_lp(x: tuple, lam: float) -> tuple:
-    """Eq. (15): stretched LP fractions ``x_bar`` (same index arrays as ``x``).
+def slow_motion_lp(x: TaskFractions, lam: float) -> TaskFractions:
+    """Eq. (15): stretched LP fractions ``x_bar`` (the non-zero ones, over the same
+    (task, machine, interval) triples as ``x``).
 
     Parameters
     ----------
-    x : (task, machine, interval, value) arrays of an LP2 solution
+    x : TaskFractions of an LP2 solution (``res.solution.fractions``)
     lam : float in (0, 1]
     """
     if not 0 < lam <= 1:
         raise ValueError(f"lam must be in (0, 1], got {lam!r}")
-    t, i, l, v = (np.asarray(q) for q in x)
+    t, i, l, v = (np.asarray(q) for q in (x.task, x.machine, x.interval, x.value))
     order = np.lexsort((l, i, t))
     t, i, l, v = t[order], i[order], l[order], v[order]
     out = np.zeros(len(v))
@@ -77,7 +79,7 @@ def slow_motion_lp(x: tuple, lam: float) -> tuple:
             capped = np.minimum(cum, total)
             out[lo:hi] = np.diff(np.concatenate([[0.0], capped]))
     keep = out > 0
-    return t[keep], i[keep], l[keep], out[keep]
+    return TaskFractions(t[keep], i[keep], l[keep], out[keep])
 
 
 @dataclass(eq=False)
@@ -99,7 +101,8 @@ class Mapping:
     matched_weight: np.ndarray
 
 
-def map_to_machine_intervals(a: ComputeArrays, xbar: tuple, tol: float = 1e-9) -> Mapping:
+def map_to_machine_intervals(a: ComputeArrays, xbar: TaskFractions,
+                             tol: float = 1e-9) -> Mapping:
     """Substep 3.1: fractional matching of tasks to interval copies, then Hopcroft-Karp.
 
     Raises
@@ -107,7 +110,7 @@ def map_to_machine_intervals(a: ComputeArrays, xbar: tuple, tol: float = 1e-9) -
     RuntimeError
         If no integral matching saturates every task (cannot happen for a valid ``xbar``).
     """
-    t, i, l, v = xbar
+    t, i, l, v = xbar.task, xbar.machine, xbar.interval, xbar.value
     n = a.n_tasks
     e_t, e_i, e_l, e_c, e_w = [], [], [], [], []
     copy_weight = {}
@@ -167,10 +170,11 @@ def map_to_machine_intervals(a: ComputeArrays, xbar: tuple, tol: float = 1e-9) -
 
 
 def _pack(a: ComputeArrays, res: LPResult, lam: float, background, shift: bool):
-    xbar = slow_motion_lp(res.x, lam)
+    xbar = slow_motion_lp(res.solution.fractions, lam)
     mp = map_to_machine_intervals(a, xbar)
     rank = np.empty(a.n_stages)
-    rank[np.lexsort((np.arange(a.n_stages), res.C))] = np.arange(a.n_stages)
+    C = res.solution.stage_completion
+    rank[np.lexsort((np.arange(a.n_stages), C))] = np.arange(a.n_stages)
     tasks = np.arange(a.n_tasks)
     work = a.proc[tasks, mp.machine]
     prio = mp.block * (a.n_tasks + 1) ** 2 + rank[a.task_stage] * (a.n_tasks + 1) + tasks
@@ -198,7 +202,8 @@ def plan(a: ComputeArrays, background=(), *, lam="best", lams=DEFAULT_LAMS,
         if best is None or s.weighted_completion < best[0].weighted_completion - 1e-9:
             best = (s, mp, lv)
     s, mp, lv = best
-    s.info.update({"lp": res.value, "lp_seconds": res.seconds, "lam": lv, "lp_C": res.C,
+    s.info.update({"lp": res.value, "lp_seconds": res.seconds, "lam": lv,
+                   "lp_C": res.solution.stage_completion,
                    "block": mp.block})
     return s
 

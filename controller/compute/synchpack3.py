@@ -40,12 +40,13 @@ def plan(a: ComputeArrays, background=()) -> ComputeSchedule:
     """The offline algorithm on ``a`` (see the module docstring)."""
     res = lp3(a, weights=a.job_weight[a.stage_job])
     rank = np.empty(a.n_stages)
-    rank[np.lexsort((np.arange(a.n_stages), res.C))] = np.arange(a.n_stages)
+    C = res.solution.stage_completion
+    rank[np.lexsort((np.arange(a.n_stages), C))] = np.arange(a.n_stages)
     tasks = np.arange(a.n_tasks)
     prio = rank[a.task_stage] * (a.n_tasks + 1) + tasks
     pk = list_schedule(a, tasks, a.fastest, a.pmin, prio, preemptive=True,
                        one_per_task=False, background=background)
-    info = {"lp": res.value, "lp_seconds": res.seconds, "lp_C": res.C}
+    info = {"lp": res.value, "lp_seconds": res.seconds, "lp_C": C}
     return ComputeSchedule.from_segments(a, pk.segments(), NAME, info)
 
 

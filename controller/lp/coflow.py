@@ -32,7 +32,8 @@ LP (1), divisible / flow-level (algorithms.md 1.3) -- :func:`solve_flow_lp`
     groups, see :mod:`controller.lp.separation`.) This LP has one column per coflow, so
     LP (1) on the 706k-flow Facebook trace solves as fast as LP (7). The literal
     flow-variable formulation (``formulation="flow-vars"``) is kept for cross-checks;
-    both have the same optimum. The returned ``flow_completion`` is ``C̄_f = C̄_k``.
+    both have the same optimum. The returned ``solution.flow_completion`` is
+    ``C̄_f = C̄_k``.
 
 LP (7), indivisible / coflow-level (algorithms.md 1.7) -- :func:`solve_coflow_lp`
     Variables ``C_k``; rows ``C_k >= r_k + L^in_ik``, ``C_k >= r_k + L^out_jk``,
@@ -73,8 +74,8 @@ Examples
 >>> w = Workload(Fabric(ports=2, cores=1, rate_bps=8.0),
 ...              (Coflow("a", (Flow(0, 1, 2.0),)), Coflow("b", (Flow(0, 1, 1.0),))))
 >>> r = solve_coflow_lp(w.arrays, cores=1, rate_bps=8.0)
->>> round(r.value, 6)   # SPT: b at 1, a at 3
-4.0
+>>> round(r.value, 6), r.solution.coflow_completion.tolist()   # SPT: b at 1, a at 3
+(4.0, [3.0, 1.0])
 
 References
 ----------
@@ -89,10 +90,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from controller.lp.result import CoflowSolution, CuttingPlaneDetails, LPResult
 from controller.lp.separation import CuttingPlane, PortItems
 from controller.model import FlowArrays
 
-__all__ = ["LPResult", "OBJECTIVES", "FORMULATIONS", "solve_flow_lp", "solve_coflow_lp",
+__all__ = ["OBJECTIVES", "FORMULATIONS", "solve_flow_lp", "solve_coflow_lp",
            "solve_single_core_lp", "identical_rate"]
 
 OBJECTIVES = ("weighted", "jobs", "makespan")
@@ -100,65 +102,6 @@ FORMULATIONS = ("coflow-vars", "flow-vars")
 
 #: Relative slack on ``C_max`` in the second (tie-breaking) stage of LP (14).
 MAKESPAN_SLACK = 1e-9
-
-
-@dataclass(frozen=True, eq=False)
-class LPResult:
-    """Optimum of a coflow LP relaxation.
-
-    Attributes
-    ----------
-    value : float
-        LP optimum in seconds: a lower bound on ``sum_k w_k C_k`` (``"weighted"``), on
-        ``sum_g omega_g C_g`` (``"jobs"``) or on ``max_k C_k`` (``"makespan"``) of every
-        schedule of the variant, in absolute completion times. For a residual (online)
-        LP: a lower bound on that cost restricted to the coflows in the LP, over every
-        schedule from ``now`` on.
-    flow_completion : float array, one per flow of ``arrays``
-        ``C̄_f`` in seconds; ``nan`` for flows not in the LP. For LP (7)/(8), which have
-        no flow variables, the flow's coflow ``C̄_k``.
-    coflow_completion : float array, one per coflow
-        ``C̄_k`` in seconds; ``nan`` for coflows not in the LP.
-    job_completion : float array, one per job
-        ``max C̄_k`` over the job's coflows in the LP (the ``C_g`` of LP (13)); ``nan`` for
-        jobs with no coflow in the LP.
-    rounds : int
-        LP solves of the cutting-plane loop (both stages for ``"makespan"``).
-    cuts : int
-        Subset rows added by separation (seed rows not counted).
-    seed_cuts : int
-        Subset rows added before the first solve.
-    seconds : float
-        Wall time of the whole solve.
-    status : str
-        ``"optimal"`` (no violated subset inequality left), ``"round_limit"`` or
-        ``"time_limit"`` (the loop stopped early: ``value`` is the optimum of a relaxation
-        with fewer cuts -- still a lower bound -- but the order is not LP-optimal).
-    max_violation : float
-        Largest relative violation of a subset inequality at the returned solution.
-    lp : str
-        ``"LP1"``, ``"LP7"`` or ``"LP8"``.
-    objective : str
-    cores : int
-    """
-
-    value: float
-    flow_completion: np.ndarray
-    coflow_completion: np.ndarray
-    job_completion: np.ndarray
-    rounds: int
-    cuts: int
-    seed_cuts: int
-    seconds: float
-    status: str
-    max_violation: float
-    lp: str
-    objective: str
-    cores: int
-
-    @property
-    def optimal(self) -> bool:
-        return self.status == "optimal"
 
 
 def identical_rate(rate_bps) -> float:
@@ -466,11 +409,12 @@ def _solve(arrays: FlowArrays, cores: int, rate_bps, objective: str, *, level: s
         status = "time_limit"
     else:
         status = "round_limit"
-    return LPResult(value=float(value), flow_completion=cf, coflow_completion=ck,
-                    job_completion=cg, rounds=rounds, cuts=cuts, seed_cuts=seed_cuts,
-                    seconds=time.perf_counter() - t0,
-                    status=status, max_violation=maxv,
-                    lp=name, objective=objective, cores=m)
+    return LPResult(lp=name, value=float(value), status=status,
+                    solution=CoflowSolution(flow_completion=cf, coflow_completion=ck,
+                                            job_completion=cg),
+                    rounds=rounds, seconds=time.perf_counter() - t0,
+                    details=CuttingPlaneDetails(objective=objective, cores=m, cuts=cuts,
+                                                seed_cuts=seed_cuts, max_violation=maxv))
 
 
 # ---------------------------------------------------------------------- public API
@@ -523,6 +467,8 @@ def solve_flow_lp(arrays: FlowArrays, cores: int, rate_bps, objective: str = "we
     Returns
     -------
     LPResult
+        ``solution`` is a :class:`~controller.lp.result.CoflowSolution`, ``details`` a
+        :class:`~controller.lp.result.CuttingPlaneDetails`.
 
     Raises
     ------
@@ -552,7 +498,7 @@ def solve_coflow_lp(arrays: FlowArrays, cores: int, rate_bps, objective: str = "
     Returns
     -------
     LPResult
-        ``flow_completion`` holds each flow's coflow ``C̄_k``.
+        ``solution.flow_completion`` holds each flow's coflow ``C̄_k``.
 
     References
     ----------

@@ -71,16 +71,31 @@ def available() -> dict[str, type]:
     return dict(sorted(_REGISTRY.items()))
 
 
+def load_class(spec: str, what: str = "policy") -> type:
+    """The class ``package.module:Class`` names, the module imported as ``python -m`` would
+    (the current directory first on the path after the installed packages).
+
+    Shared by the network policies (:func:`get_policy`) and the compute policies
+    (:func:`controller.compute.get_compute_policy`).
+
+    Raises
+    ------
+    PolicyError
+        ``cannot load {what} {spec!r}: ...`` when the module or the class is missing.
+    """
+    mod_name, _, cls_name = spec.partition(":")
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())  # like `python -m`: a module beside the user
+    try:
+        return getattr(importlib.import_module(mod_name), cls_name)
+    except (ImportError, AttributeError, ValueError) as e:
+        raise PolicyError(f"cannot load {what} {spec!r}: {e}") from None
+
+
 def get_policy(spec: str, **options) -> Policy:
     """A new policy instance from a registered name or ``package.module:Class``."""
     if ":" in spec:
-        mod_name, _, cls_name = spec.partition(":")
-        if os.getcwd() not in sys.path:
-            sys.path.append(os.getcwd())  # like `python -m`: a module beside the user
-        try:
-            cls = getattr(importlib.import_module(mod_name), cls_name)
-        except (ImportError, AttributeError) as e:
-            raise PolicyError(f"cannot load policy {spec!r}: {e}") from None
+        cls = load_class(spec)
     else:
         reg = available()
         if spec not in reg:

@@ -59,8 +59,8 @@ from typing import ClassVar
 import numba
 import numpy as np
 
-from controller.lp.coflow import (OBJECTIVES, LPResult, identical_rate, solve_coflow_lp,
-                                  solve_flow_lp)
+from controller.lp.coflow import OBJECTIVES, identical_rate, solve_coflow_lp, solve_flow_lp
+from controller.lp.result import LPResult
 from controller.model import Workload
 from controller.plan import Plan, State
 from controller.policies.base import Policy, PolicyError, register
@@ -339,13 +339,14 @@ def lp_list_schedule(workload: Workload, algorithm: str = "flow",
     load = a.size if remaining is None else np.asarray(remaining, dtype=np.float64)
     pin = (np.full(a.n_flows, -1, dtype=np.int64) if pinned is None
            else np.asarray(pinned, dtype=np.int64))
-    listed = np.flatnonzero(~np.isnan(lp.flow_completion) & (load > 0))
-    in_lp = np.flatnonzero(~np.isnan(lp.coflow_completion))
+    listed = np.flatnonzero(~np.isnan(lp.solution.flow_completion) & (load > 0))
+    in_lp = np.flatnonzero(~np.isnan(lp.solution.coflow_completion))
     topo = workload.topo_rank
-    corder = coflow_list_order(lp.coflow_completion, topo, in_lp)
+    corder = coflow_list_order(lp.solution.coflow_completion, topo, in_lp)
     core = np.full(a.n_flows, -1, dtype=np.int64)
     if algorithm == "flow":
-        order = flow_list_order(lp.flow_completion, topo, listed, a.coflow, a.src, a.dst)
+        order = flow_list_order(lp.solution.flow_completion, topo, listed, a.coflow, a.src,
+                                a.dst)
         core[order] = assign_cores_by_flow(order, a.src, a.dst, load, fab.cores, a.ports,
                                            pin)
     else:

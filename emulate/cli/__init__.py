@@ -151,8 +151,7 @@ def run(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_rele
     w = load_workload(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time,
                       zero_release, limit)
     opts = RunOptions(segments=bool(segments_path), progress=True,
-                      policy_options=policy_options(_network_spec(w, policy_spec), mode,
-                                                    objective),
+                      policy_options=_network_options(w, policy_spec, mode, objective),
                       time_scale=1.0 if time_scale is None else time_scale)
     result = get_engine(engine).run(w, policy_spec, opts)
     if is_joint(w):
@@ -179,12 +178,14 @@ def run(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_rele
     click.echo(f"  wall time {result.wall_seconds:.2f} s")
 
 
-def _network_spec(w, policy_spec: str) -> str:
-    """The network half of ``policy_spec`` (``compute+network`` on a joint workload)."""
+def _network_options(w, policy_spec: str, mode, objective) -> dict:
+    """``mode``/``objective`` for the network half of ``policy_spec`` (``compute+network``
+    on a joint workload; none for a compute policy alone)."""
     if not is_joint(w):
-        return policy_spec
-    from emulate.sim.jobsim import split_policy
-    return split_policy(policy_spec)[1]
+        return policy_options(policy_spec, mode, objective)
+    from controller.policyspec import split_policy
+    network = split_policy(policy_spec).network
+    return policy_options(network, mode, objective) if network else {}
 
 
 def _report_joint(w, result, policy_spec, engine, opts, as_json, segments_path, lp_bound):
@@ -194,8 +195,8 @@ def _report_joint(w, result, policy_spec, engine, opts, as_json, segments_path, 
 
     from controller.compute import get_compute_policy
     from controller.jobs import compute_lower_bound
+    from controller.policyspec import split_policy
     from emulate.engines import get_engine
-    from emulate.sim.jobsim import split_policy
     compute, _ = split_policy(policy_spec)
     lp = get_compute_policy(compute).lower_bound
     bound = None
@@ -299,14 +300,14 @@ def bound(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_re
     solve = solve_flow_lp if lp == "flow" else solve_coflow_lp
     res = solve(w.arrays, m, w.fabric.rate_bps, objective=objective)
     doc = {"lp": lp, "cores": m, "objective": objective, "value": res.value,
-           "rounds": res.rounds, "cuts": res.cuts, "seconds": res.seconds,
+           "rounds": res.rounds, "cuts": res.details.cuts, "seconds": res.seconds,
            "status": res.status}
     if as_json:
         click.echo(json.dumps(doc))
     else:
         click.echo(f"LP ({ {'flow': 1, 'coflow': 7, 'single': 8}[lp] }) {objective}, "
-                   f"{m} core(s): value {res.value:.8g} ({res.rounds} rounds, {res.cuts} cuts, "
-                   f"{res.seconds:.2f} s)")
+                   f"{m} core(s): value {res.value:.8g} ({res.rounds} rounds, "
+                   f"{res.details.cuts} cuts, {res.seconds:.2f} s)")
 
 
 def _compute_bound(w, lp, objective, as_json):
@@ -322,14 +323,15 @@ def _compute_bound(w, lp, objective, as_json):
         raise click.BadParameter("the compute LPs bound the weighted job completion "
                                  "(--objective weighted or jobs), not the makespan")
     res = compute_lower_bound(w, lp)
-    doc = {"lp": lp, "name": res.name, "objective": "jobs", "value": res.value,
-           "seconds": res.seconds, "status": res.status, "variables": res.n_vars,
-           "rows": res.n_rows}
+    doc = {"lp": lp, "name": res.lp, "objective": "jobs", "value": res.value,
+           "seconds": res.seconds, "status": res.status, "variables": res.details.variables,
+           "rows": res.details.rows}
     if as_json:
         click.echo(json.dumps(doc))
     else:
-        click.echo(f"{res.name} ({lp}), weighted job completion: value {res.value:.8g} "
-                   f"({res.n_vars} variables, {res.n_rows} rows, {res.seconds:.2f} s)")
+        click.echo(f"{res.lp} ({lp}), weighted job completion: value {res.value:.8g} "
+                   f"({res.details.variables} variables, {res.details.rows} rows, "
+                   f"{res.seconds:.2f} s)")
 
 
 # ------------------------------------------------------------------------ misc

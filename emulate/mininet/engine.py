@@ -151,13 +151,16 @@ class MininetRun:
                  timeout: float | None = None, keep_dir: bool = False, quiet: bool = True,
                  nice: int = -10, interactive: bool = False, exact_state: bool = False,
                  network_options: dict | None = None):
-        from controller.policies import get_policy
+        from controller.policies import PolicyError, get_policy
         self.joint = None
         if hasattr(workload, "machines"):   # a JointWorkload: "compute+network"
-            from emulate.sim.jobsim import split_policy
+            from controller.policyspec import split_policy
             if not isinstance(policy, str):
                 raise TypeError("a joint workload takes a policy name 'compute+network'")
             compute, network = split_policy(policy)
+            if network is None:
+                raise PolicyError(f"{policy!r} is a compute policy only; the emulation runs "
+                                  f"a network policy too, e.g. {policy}+lp-coflow")
             get_policy(network, **(network_options or {}))   # fail early
             self.joint = workload
             workload = workload.network
@@ -500,7 +503,7 @@ def run_mininet(workload: Workload, policy, *, time_scale: float = 1.0,
         on the agents of its machines' hosts (:mod:`controller.joint_runtime`).
     policy : Policy or str
         A fresh policy instance or a registered name / ``module:Class``; for a joint
-        workload ``compute+network`` (as ``emulate.sim.jobsim.split_policy``).
+        workload ``compute+network`` (as ``controller.policyspec.split_policy``).
     network_options : dict, optional
         Options of the network policy (``mode``, ``objective``).
     time_scale : float

@@ -3,9 +3,10 @@
 A :class:`~controller.jobs.JointWorkload` runs under a *combined policy*
 ``compute+network`` (e.g. ``synchpack-3+lp-coflow``): the compute policy (registry
 ``controller.compute``) decides where and when tasks run, the network policy (registry
-``controller.policies``) schedules the flows. A plain network policy name uses the compute
-policy :data:`DEFAULT_COMPUTE` (``fifo``: arrival order, fastest machine with room,
-non-preemptive; no LP, so a plain name stays cheap).
+``controller.policies``) schedules the flows; :func:`controller.policyspec.split_policy`
+splits the spec. A plain network policy name uses the compute policy
+:data:`~controller.policyspec.DEFAULT_COMPUTE` (``fifo``); a plain compute policy name runs a
+workload without coflows.
 
 How the loop works
 ------------------
@@ -69,44 +70,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from controller.compute import ComputePolicy, compute_policies
+from controller.compute import ComputePolicy
 from controller.compute.schedule import ComputeSchedule
 from controller.jobrun import JobDriver, KeepCores, job_times, residual_network
 from controller.jobs import JointWorkload
 from controller.model import Coflow, Flow, Workload
-from controller.policies import PolicyError, available, get_policy
+from controller.policies import PolicyError, get_policy
+from controller.policyspec import split_policy
 from emulate.io.records import RunResult, Segments, atomic_write
 from emulate.sim.flowsim import Simulator
 
-__all__ = ["DEFAULT_COMPUTE", "split_policy", "JointSimulator", "JointResult",
-           "joint_result", "simulate_joint"]
-
-#: compute policy used when a joint workload is run under a plain network policy name
-DEFAULT_COMPUTE = "fifo"
-
-
-def split_policy(spec: str) -> tuple[str, str]:
-    """``"compute+network"`` -> (compute, network); a plain network name gets
-    :data:`DEFAULT_COMPUTE`.
-
-    Raises
-    ------
-    PolicyError
-        Unknown compute policy, or a plain name that is a compute policy only.
-    """
-    compute, plus, network = spec.partition("+")
-    if not plus:
-        compute, network = DEFAULT_COMPUTE, spec
-        if ":" not in spec and spec not in available() and spec in compute_policies():
-            raise PolicyError(f"{spec!r} is a compute policy; on a joint workload name both "
-                              f"halves, e.g. {spec}+lp-coflow")
-    if compute not in compute_policies():
-        raise PolicyError(f"unknown compute policy {compute!r} in {spec!r}; known: "
-                          f"{', '.join(compute_policies())}")
-    if not network:
-        raise PolicyError(f"no network policy in {spec!r} (compute+network, e.g. "
-                          f"{compute}+lp-coflow)")
-    return compute, network
+__all__ = ["JointSimulator", "JointResult", "joint_result", "simulate_joint"]
 
 
 class _Network:
@@ -412,7 +386,7 @@ class JointSimulator:
     ----------
     workload : JointWorkload
     policy : str
-        ``compute+network`` (see :func:`split_policy`).
+        ``compute+network`` (see :func:`controller.policyspec.split_policy`).
     network_options : dict, optional
         Options of the network policy (e.g. ``mode``, ``objective``).
     segments : bool
@@ -425,7 +399,12 @@ class JointSimulator:
         self.policy = policy
         self.compute_name, self.network_name = split_policy(policy)
         opts = dict(network_options or {})
-        get_policy(self.network_name, **opts)            # fail early on a bad name/option
+        if self.network_name is None and jw.coflows:
+            raise PolicyError(f"{policy!r} is a compute policy only and the workload has "
+                              f"{len(jw.coflows)} coflows; name both halves, e.g. "
+                              f"{policy}+lp-coflow")
+        if self.network_name is not None:
+            get_policy(self.network_name, **opts)        # fail early on a bad name/option
         self._make_policy = lambda: get_policy(self.network_name, **opts)
         self.record = segments
         self.driver = JobDriver(jw, self.compute_name)
@@ -520,10 +499,10 @@ def joint_result(jw: JointWorkload, policy: str, sched: ComputeSchedule,
     run = RunResult(workload=realized, policy=network_name, engine=engine,
                     flow_completion=fc, coflow_completion=np.array(coflow_completion, float),
                     segments=segs, wall_seconds=wall, events=events)
-    ready, start, comp, jr, jc = job_times(jw, stage_completion, sched.task_start,
-                                           run.coflow_completion)
-    return JointResult(jw, policy, compute_name, network_name, sched, run, ready, start, comp,
-                       jr, jc, wall, dict(extra))
+    jt = job_times(jw, stage_completion, sched.task_start, run.coflow_completion)
+    return JointResult(jw, policy, compute_name, network_name, sched, run, jt.stage_ready,
+                       jt.stage_start, jt.stage_completion, jt.job_release, jt.job_completion,
+                       wall, dict(extra))
 
 
 def simulate_joint(workload: JointWorkload, policy: str, *, segments: bool = False,
@@ -535,7 +514,8 @@ def simulate_joint(workload: JointWorkload, policy: str, *, segments: bool = Fal
     workload : JointWorkload
     policy : str
         e.g. ``"synchpack-3+lp-coflow"``; a plain network policy name uses
-        :data:`DEFAULT_COMPUTE`.
+        :data:`~controller.policyspec.DEFAULT_COMPUTE`, a plain compute policy name runs a
+        workload without coflows.
     segments : bool
         Record flow segments (needed by ``--segments`` and the verifier).
     network_options : dict, optional

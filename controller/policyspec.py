@@ -1,0 +1,98 @@
+"""Policy specs: the ``--policy`` string of a joint run, split into its compute and network
+policies.
+
+A joint workload (machines, stages, jobs and coflows: ``controller.jobs``) runs under a
+*combined policy* ``compute+network``: the compute policy (registry
+:mod:`controller.compute`) decides where and when tasks run, the network policy (registry
+:mod:`controller.policies`) schedules the flows. Each half is a registered name or a
+plug-in ``package.module:Class``; a plug-in path contains no ``+``, so the spec splits at
+its first ``+`` (``psrs+mymod:MyPolicy``, ``mymod:MyCompute+sebf``).
+
+A spec without ``+`` names one policy:
+
+* a network policy (a registered name, or a ``module:Class`` that is not a
+  :class:`~controller.compute.ComputePlanner`): compute uses :data:`DEFAULT_COMPUTE`
+  (``fifo``: arrival order, fastest machine with room, non-preemptive; no LP, so a plain
+  name stays cheap);
+* a compute policy (a registered name, or a ``module:Class`` subclassing
+  :class:`~controller.compute.ComputePlanner`): ``network`` is ``None``, a run with a
+  compute policy alone, for a workload without coflows.
+
+A name in both registries (``fifo``) is the network policy.
+
+Examples
+--------
+>>> split_policy("synchpack-3+lp-coflow")
+PolicySpec(compute='synchpack-3', network='lp-coflow')
+>>> split_policy("sebf")
+PolicySpec(compute='fifo', network='sebf')
+>>> split_policy("synchpack-3")
+PolicySpec(compute='synchpack-3', network=None)
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from controller.compute import compute_policies, is_compute_policy
+from controller.policies import PolicyError, available
+
+__all__ = ["DEFAULT_COMPUTE", "PolicySpec", "split_policy"]
+
+#: compute policy used when a joint workload is run under a plain network policy name
+DEFAULT_COMPUTE = "fifo"
+
+
+class PolicySpec(NamedTuple):
+    """The two halves of a ``--policy`` spec (unpacks as ``compute, network``).
+
+    Attributes
+    ----------
+    compute : str, a registered compute policy name or ``module:Class``
+    network : str or None, a registered network policy name or ``module:Class``; ``None``
+        when the spec names a compute policy alone
+    """
+
+    compute: str
+    network: str | None
+
+
+def split_policy(spec: str) -> PolicySpec:
+    """``"compute+network"``, ``"network"`` or ``"compute"`` -> :class:`PolicySpec`; see
+    the module docstring.
+
+    The network half is checked only for being there (engines load it with
+    :func:`~controller.policies.get_policy`, which reports unknown names and options).
+
+    Raises
+    ------
+    PolicyError
+        Unknown compute policy; an empty half; a plain name that is neither a network nor
+        a compute policy; a ``module:Class`` that cannot be loaded.
+    """
+    compute, plus, network = spec.partition("+")
+    if not plus:
+        if ":" in spec:
+            if is_compute_policy(spec):
+                return PolicySpec(spec, None)
+            return PolicySpec(DEFAULT_COMPUTE, spec)
+        if spec in available():
+            return PolicySpec(DEFAULT_COMPUTE, spec)
+        if spec in compute_policies():
+            return PolicySpec(spec, None)
+        raise PolicyError(f"unknown policy {spec!r}: neither a network policy (known: "
+                          f"{', '.join(available())}) nor a compute policy (known: "
+                          f"{', '.join(compute_policies())}); on a joint workload name "
+                          f"both as compute+network, e.g. {DEFAULT_COMPUTE}+sebf")
+    if not compute:
+        raise PolicyError(f"no compute policy in {spec!r} (compute+network, e.g. "
+                          f"{DEFAULT_COMPUTE}+{network or 'sebf'})")
+    if not is_compute_policy(compute):
+        if ":" in compute:
+            raise PolicyError(f"{compute!r} in {spec!r} is not a compute policy (subclass "
+                              f"controller.compute.ComputePlanner)")
+        raise PolicyError(f"unknown compute policy {compute!r} in {spec!r}; known: "
+                          f"{', '.join(compute_policies())}")
+    if not network:
+        raise PolicyError(f"no network policy in {spec!r} (compute+network, e.g. "
+                          f"{compute}+lp-coflow)")
+    return PolicySpec(compute, network)
