@@ -59,7 +59,7 @@ def test_generate_writes_a_workload_the_readers_accept(files):
     ("coflows", ["-p", "coflows=4"], "sebf"),
     ("jobs", ["-p", "jobs=2"], "lp-coflow"),
     ("mapreduce", ["-p", "n_jobs=2"], "synchpack-3+sebf"),
-    ("google", ["-p", "n_jobs=3"], "synchpack-3+fifo"),
+    ("google", ["-p", "n_jobs=3"], "synchpack-3"),   # no coflows: compute policy alone
 ])
 def test_every_generator_kind_writes_a_workload_that_runs(tmp_path, kind, params, policy):
     from emulate.io.generators import kinds

@@ -67,8 +67,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from controller.compute.model import ComputeArrays, ComputeWorkload
 from controller.lp.result import LPResult, ModelDetails, StageOrder, StageSolution, TaskFractions
@@ -133,6 +131,7 @@ def _weights(a: ComputeArrays, weights) -> np.ndarray:
 
 
 def _solve(c, A_ub, b_ub, A_eq, b_eq, bounds, name):
+    from scipy.optimize import linprog  # here: scipy takes 0.3 s to import
     t0 = time.perf_counter()
     res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds,
                   method="highs", options={"presolve": True})
@@ -173,6 +172,7 @@ def lp1(instance, eps: float = 0.25, *, weights=None, first_left: float | None =
     ----------
     Shafiee & Ghaderi, Section 3.1, eq. (9); Lemma 3.2 (LP1 <= OPT).
     """
+    import scipy.sparse as sp  # here, not at import: commands that list policies start fast
     a = _arrays(instance)
     t_build = time.perf_counter()
     iv = intervals(a, 1.0 if _lp2 else eps, first_left)
@@ -333,6 +333,7 @@ def lp3(instance, *, weights=None) -> LPResult:
     ----------
     Shafiee & Ghaderi, Section 5.1, eq. (21); Lemma E.2.
     """
+    import scipy.sparse as sp  # here, not at import: commands that list policies start fast
     a = _arrays(instance)
     t_build = time.perf_counter()
     w = _weights(a, weights)

@@ -18,10 +18,11 @@ import importlib
 import os
 import pkgutil
 import sys
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from controller.model import Workload
-from controller.plan import Plan, State
+if TYPE_CHECKING:  # annotations only: the registry itself imports no numba
+    from controller.model import Workload
+    from controller.plan import Plan, State
 
 _REGISTRY: dict[str, type] = {}
 
