@@ -9,11 +9,14 @@ here (the LPs assume identical cores).
 
 Examples
 --------
+Two coflows on one port pair at 1 byte/s, sizes 2 and 1: the best order sends the smaller
+first (completions 1 and 3), and LP (8) is exact here:
+
 >>> from controller.model import Coflow, Flow, Workload
 >>> from topologies import Fabric
 >>> w = Workload(Fabric(ports=2, cores=1, rate_bps=8.0),
-...              [Coflow("a", [Flow(0, 1, 2.0)]), Coflow("b", [Flow(0, 1, 1.0)])])
->>> round(lp_bound_for(w), 6)    # b first: 1 + 3 seconds, the optimum
+...              [Coflow("big", [Flow(0, 1, 2.0)]), Coflow("small", [Flow(0, 1, 1.0)])])
+>>> round(lp_bound_for(w), 6)
 4.0
 """
 from __future__ import annotations

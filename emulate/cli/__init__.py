@@ -302,12 +302,10 @@ def bound(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_re
     doc = {"lp": lp, "cores": m, "objective": objective, "value": res.value,
            "rounds": res.rounds, "cuts": res.details.cuts, "seconds": res.seconds,
            "status": res.status}
-    if as_json:
-        click.echo(json.dumps(doc))
-    else:
-        click.echo(f"LP ({ {'flow': 1, 'coflow': 7, 'single': 8}[lp] }) {objective}, "
-                   f"{m} core(s): value {res.value:.8g} ({res.rounds} rounds, "
-                   f"{res.details.cuts} cuts, {res.seconds:.2f} s)")
+    click.echo(json.dumps(doc) if as_json else
+               f"LP ({ {'flow': 1, 'coflow': 7, 'single': 8}[lp] }) {objective}, "
+               f"{m} core(s): value {res.value:.8g} ({res.rounds} rounds, "
+               f"{res.details.cuts} cuts, {res.seconds:.2f} s)")
 
 
 def _compute_bound(w, lp, objective, as_json):
@@ -326,12 +324,10 @@ def _compute_bound(w, lp, objective, as_json):
     doc = {"lp": lp, "name": res.lp, "objective": "jobs", "value": res.value,
            "seconds": res.seconds, "status": res.status, "variables": res.details.variables,
            "rows": res.details.rows}
-    if as_json:
-        click.echo(json.dumps(doc))
-    else:
-        click.echo(f"{res.lp} ({lp}), weighted job completion: value {res.value:.8g} "
-                   f"({res.details.variables} variables, {res.details.rows} rows, "
-                   f"{res.seconds:.2f} s)")
+    click.echo(json.dumps(doc) if as_json else
+               f"{res.lp} ({lp}), weighted job completion: value {res.value:.8g} "
+               f"({res.details.variables} variables, {res.details.rows} rows, "
+               f"{res.seconds:.2f} s)")
 
 
 # ------------------------------------------------------------------------ misc
