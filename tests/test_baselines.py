@@ -17,7 +17,7 @@ import pytest
 from verifier import verify
 
 from controller.model import Coflow, Flow, Workload
-from controller.policies import PolicyError, get_policy
+from controller.policies import PolicyError, available, get_policy
 from controller.policies.aalo import Aalo
 from controller.policies.sincronia import bssi_order
 from controller.policies.weaver import weaver_assignment
@@ -90,6 +90,14 @@ def test_schedule_is_feasible_on_heterogeneous_cores(spec):
 def test_policy_is_registered_with_summary(name):
     pol = get_policy(name)
     assert pol.name == name and pol.summary and "\n" not in pol.summary
+
+
+def test_the_catalogue_read_from_source_is_the_imported_registry():
+    """`coflowemu policies` and `get_policy` read names, modules and summaries from the
+    source (no import); they must be what importing every policy registers."""
+    from controller.policies.base import catalogue
+    reg = available()
+    assert catalogue() == {n: (cls.__module__, cls.summary) for n, cls in reg.items()}
 
 
 @pytest.mark.parametrize("name,opts", [("ncf", {"width": "depth"}), ("scf", {"remaining": 1}),

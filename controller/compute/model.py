@@ -48,7 +48,6 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
-import networkx as nx
 import numpy as np
 
 from controller.model import WorkloadError, _check_number
@@ -184,6 +183,9 @@ class ComputeJob:
                 if a == s.id:
                     raise WorkloadError(f"job {self.id!r}: stage {s.id!r} is after itself",
                                         field="after")
+        if not any(s.after for s in self.stages):
+            return
+        import networkx as nx  # here: listing the policies need not import it
         g = nx.DiGraph()
         g.add_nodes_from(ids)
         g.add_edges_from((a, s.id) for s in self.stages for a in s.after)

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 
 from controller.compute.lp import lp2
@@ -147,6 +146,7 @@ def map_to_machine_intervals(a: ComputeArrays, xbar: TaskFractions,
                 e_l.append(int(lm[k]))
                 e_c.append(c)
                 e_w.append(put)
+    import networkx as nx  # here: listing the policies need not import it
     g = nx.Graph()
     tasks = [("t", k) for k in range(n)]
     g.add_nodes_from(tasks, bipartite=0)

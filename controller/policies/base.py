@@ -14,6 +14,7 @@ Built-in policies register themselves with :func:`register`; every module in
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import pkgutil
@@ -66,6 +67,38 @@ def _load_builtin():
         importlib.import_module(f"controller.policies.{mod.name}")
 
 
+@functools.cache
+def catalogue() -> dict[str, tuple[str, str]]:
+    """Built-in policies by name: ``(module, summary)``, read from the source of
+    ``controller.policies`` without importing it.
+
+    Importing every policy imports numba and the LP solver (about half a second); listing
+    them (``coflowemu policies``) needs none of it, and :func:`get_policy` imports only the
+    module that defines the policy asked for. A built-in policy is a class decorated with
+    :func:`register` whose ``name`` and ``summary`` are string literals
+    (``tests/test_baselines.py`` checks that this catalogue and the imported registry
+    agree).
+    """
+    import ast
+
+    import controller.policies as pkg
+    out = {}
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        path = os.path.join(pkg.__path__[0], f"{mod.name}.py")
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), path)
+        for cls in tree.body:
+            if not (isinstance(cls, ast.ClassDef) and any(
+                    isinstance(d, ast.Name) and d.id == "register"
+                    for d in cls.decorator_list)):
+                continue
+            attrs = {t.id: node.value.value for node in cls.body
+                     if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                     for t in node.targets if isinstance(t, ast.Name)}
+            out[attrs["name"]] = (f"controller.policies.{mod.name}", attrs.get("summary", ""))
+    return dict(sorted(out.items()))
+
+
 def available() -> dict[str, type]:
     """Name -> class of every registered policy, sorted by name."""
     _load_builtin()
@@ -98,8 +131,9 @@ def get_policy(spec: str, **options) -> Policy:
     if ":" in spec:
         cls = load_class(spec)
     else:
-        reg = available()
-        if spec not in reg:
-            raise PolicyError(f"unknown policy {spec!r}; known: {', '.join(reg)}")
-        cls = reg[spec]
+        known = catalogue()
+        if spec not in known:
+            raise PolicyError(f"unknown policy {spec!r}; known: {', '.join(known)}")
+        importlib.import_module(known[spec][0])   # registers its classes
+        cls = _REGISTRY[spec]
     return cls(**options)

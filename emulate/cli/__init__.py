@@ -334,10 +334,10 @@ def _compute_bound(w, lp, objective, as_json):
 @main.command()
 def policies():
     """List the available policies (network, then compute for joint workloads)."""
-    from controller.policies import available
     from controller.compute import compute_policies
-    for name, cls in available().items():
-        click.echo(f"{name:<14}{cls.summary}")
+    from controller.policies.base import catalogue
+    for name, (_, summary) in catalogue().items():
+        click.echo(f"{name:<14}{summary}")
     click.echo("\ncompute policies (joint workloads: --policy compute+network, e.g. "
                "synchpack-3+lp-coflow):")
     for name, p in compute_policies().items():
