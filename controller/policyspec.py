@@ -34,7 +34,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from controller.compute import compute_policies, is_compute_policy
-from controller.policies import PolicyError, available
+from controller.policies import PolicyError
+from controller.policies.base import catalogue
 
 __all__ = ["DEFAULT_COMPUTE", "PolicySpec", "split_policy"]
 
@@ -75,12 +76,12 @@ def split_policy(spec: str) -> PolicySpec:
             if is_compute_policy(spec):
                 return PolicySpec(spec, None)
             return PolicySpec(DEFAULT_COMPUTE, spec)
-        if spec in available():
+        if spec in catalogue():
             return PolicySpec(DEFAULT_COMPUTE, spec)
         if spec in compute_policies():
             return PolicySpec(spec, None)
         raise PolicyError(f"unknown policy {spec!r}: neither a network policy (known: "
-                          f"{', '.join(available())}) nor a compute policy (known: "
+                          f"{', '.join(catalogue())}) nor a compute policy (known: "
                           f"{', '.join(compute_policies())}); on a joint workload name "
                           f"both as compute+network, e.g. {DEFAULT_COMPUTE}+sebf")
     if not compute:
