@@ -48,7 +48,8 @@ from controller.api import ApiError
 from controller.classes import N_DATA_CLASSES, coflow_classes, conflict_classes, dscp_of, tos_of
 from controller.model import Workload
 from controller.plan import Plan, PlanError, State
-from controller.rates import allocate
+from controller import rates
+from controller.rates import allocate, byte_caps
 from topologies.mininet_topo import core_address, switch_port
 
 log = logging.getLogger("coflowemu.controller")
@@ -274,9 +275,11 @@ class EmulationRun:
 
         Policies compile (numba) or build caches on their first call; paid inside the run
         it would delay the first plan by up to a second of emulated time. The copy keeps
-        the real policy's own state untouched.
+        the real policy's own state untouched. The rate rule's kernels
+        (:mod:`controller.rates`) are compiled (or loaded from numba's cache) here too.
         """
         import copy
+        rates.warm_up()
         saved = (self.released.copy(), self.ready.copy(), self.t0)
         try:
             self.t0 = time.time()
@@ -689,8 +692,9 @@ class EmulationRun:
         elig = np.flatnonzero(self.ready[a.coflow] & ~self.flow_done)
         order = elig[np.lexsort((elig, plan.rank[elig]))]
         core = np.where(self.pinned >= 0, self.pinned, plan.core).astype(np.int64)
-        cap = (np.full(a.n_flows, np.inf) if plan.rate_cap is None
-               else np.where(np.isnan(plan.rate_cap), np.inf, plan.rate_cap / 8.0))
+        cap = np.full(a.n_flows, np.inf)
+        if plan.rate_cap is not None:
+            byte_caps(order, np.asarray(plan.rate_cap, dtype=np.float64), cap)
         rate = allocate(order, a.src, a.dst, core, cap, self.core_rate, plan.sharing,
                         plan.backfill)
         self.expected_rate = dict(zip(order.tolist(), rate.tolist()))

@@ -12,7 +12,8 @@ two events every flow sends at a constant rate, and the next event is the earlie
 * the plan's ``horizon``.
 
 At a flow completion the rates are recomputed from the *same* plan (its sharing rule: see
-``controller.plan``). At the other events, and whenever a coflow completes or becomes
+``controller.plan``; the rule itself is ``controller.rates``, which the controller applies
+too). At the other events, and whenever a coflow completes or becomes
 ready (released and all its predecessors complete), the policy is asked for a new plan.
 Release times and precedence are enforced here, whatever the policy says: only flows of
 ready coflows are eligible.
@@ -40,206 +41,13 @@ import numpy as np
 from controller.model import Workload
 from controller.plan import Plan, PlanError, State
 from controller.policies.base import Policy
+from controller.rates import byte_caps, fair_rates, priority_rates
 from emulate.capped import first_pass, run_capped
 from emulate.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_DONE,
                               EPS_BYTES, SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
                               STUCK as _STUCK, _less, advance_flow, byte_limit_dt, emit,
-                              heap_pop, heap_push, pair_lists, run_matching, set_rate)
+                              pair_lists, run_matching, set_rate)
 from emulate.records import RunResult, Segments
-
-
-@numba.njit(cache=True)
-def _byte_caps(order, rate_cap, out):
-    """``out[f]``: flow ``f``'s cap in bytes/s (``inf`` for NaN, no cap) for ``f`` in
-    ``order``, the only flows the engines read; whether any of them is finite."""
-    finite = False
-    for m in range(order.shape[0]):
-        f = order[m]
-        r = rate_cap[f]
-        if np.isnan(r):
-            out[f] = np.inf
-        else:
-            out[f] = r / 8.0
-            finite = finite or out[f] < np.inf
-    return finite
-
-
-@numba.njit(cache=True)
-def _priority_rates(order, head, src, dst, core, cap, done, core_cap, backfill, has_cap,
-                    newr, res_in, res_out, tot_in, tot_out, nz, pass_in, pass_out,
-                    closed_in, closed_out):
-    """Work-conserving strict priority in ``order``; returns the last position scanned.
-
-    Once every input port (or every output port) that still has flows is saturated or
-    has no flow left further down the order, the rest of the order gets nothing, in the
-    first pass and in the backfill pass (which only hands out what is left on both of a
-    flow's ports), so the scan stops early.
-    """
-    res_in[:, :] = 0.0
-    res_out[:, :] = 0.0
-    for h in range(res_in.shape[0]):
-        res_in[h, :] = core_cap[h]
-        res_out[h, :] = core_cap[h]
-    pass_in[:, :] = 0
-    pass_out[:, :] = 0
-    closed_in[:, :] = False
-    closed_out[:, :] = False
-    n_ci = 0
-    n_co = 0
-    end = order.shape[0] - 1
-    for n in range(head, order.shape[0]):
-        f = order[n]
-        newr[n] = 0.0
-        if done[f]:
-            continue
-        h = core[f]
-        i = src[f]
-        j = dst[f]
-        r = min(cap[f], res_in[h, i], res_out[h, j])
-        if r > 1e-9 * core_cap[h]:  # not floating-point crumbs of a full link
-            newr[n] = r
-            res_in[h, i] -= r
-            res_out[h, j] -= r
-        pass_in[h, i] += 1
-        pass_out[h, j] += 1
-        tiny = 1e-9 * core_cap[h]
-        if not closed_in[h, i] and (res_in[h, i] <= tiny or pass_in[h, i] >= tot_in[h, i]):
-            closed_in[h, i] = True
-            n_ci += 1
-        if not closed_out[h, j] and (res_out[h, j] <= tiny
-                                     or pass_out[h, j] >= tot_out[h, j]):
-            closed_out[h, j] = True
-            n_co += 1
-        if n_ci >= nz[0] or n_co >= nz[1]:
-            end = n
-            break
-    if has_cap and backfill:
-        for n in range(head, end + 1):
-            f = order[n]
-            if done[f]:
-                continue
-            h = core[f]
-            r = min(res_in[h, src[f]], res_out[h, dst[f]])
-            if r > 1e-9 * core_cap[h]:
-                newr[n] += r
-                res_in[h, src[f]] -= r
-                res_out[h, dst[f]] -= r
-    return end
-
-
-@numba.njit(cache=True)
-def _fair_rates(order, head, src, dst, core, cap, done, core_cap, newr, frozen):
-    """Max-min fair rates by progressive filling, each flow at most its cap.
-
-    All unfrozen flows share one rising level ``x``; port ``p`` saturates when ``x``
-    reaches ``(capacity - rate of its frozen flows) / its unfrozen flows``. Ports are taken
-    from a heap in that order and their flows frozen at the level (flow caps likewise),
-    so the cost is O(flows log ports) per allocation.
-    """
-    cores = core_cap.shape[0]
-    n_all = order.shape[0]
-    nport = 0
-    for n in range(head, n_all):
-        f = order[n]
-        if src[f] + 1 > nport:
-            nport = src[f] + 1
-        if dst[f] + 1 > nport:
-            nport = dst[f] + 1
-    P = nport
-    nport = cores * P
-    cnt = np.zeros(2 * nport, dtype=np.int64)
-    used = np.zeros(2 * nport)
-    live = 0
-    for n in range(head, n_all):
-        f = order[n]
-        newr[n] = 0.0
-        if done[f] or cap[f] <= 0.0:
-            frozen[n] = True
-            continue
-        frozen[n] = False
-        cnt[core[f] * P + src[f]] += 1
-        cnt[nport + core[f] * P + dst[f]] += 1
-        live += 1
-    if live == 0:
-        return n_all - 1
-    # CSR lists of positions per port
-    ptr = np.zeros(2 * nport + 1, dtype=np.int64)
-    for p in range(2 * nport):
-        ptr[p + 1] = ptr[p] + cnt[p]
-    fill = ptr[:-1].copy()
-    lst = np.empty(ptr[2 * nport], dtype=np.int64)
-    for n in range(head, n_all):
-        if not frozen[n]:
-            f = order[n]
-            pi = core[f] * P + src[f]
-            po = nport + core[f] * P + dst[f]
-            lst[fill[pi]] = n
-            fill[pi] += 1
-            lst[fill[po]] = n
-            fill[po] += 1
-    # flow caps in increasing order
-    capped = np.empty(live, dtype=np.int64)
-    nc = 0
-    for n in range(head, n_all):
-        if not frozen[n] and cap[order[n]] < np.inf:
-            capped[nc] = n
-            nc += 1
-    capkeys = np.empty(nc)
-    for c in range(nc):
-        capkeys[c] = cap[order[capped[c]]]
-    corder = np.argsort(capkeys)
-    ci = 0
-    hk = np.empty(2 * nport + 2 * live + 1)
-    hp = np.empty(2 * nport + 2 * live + 1, dtype=np.int64)
-    hi = np.zeros(2 * nport + 2 * live + 1, dtype=np.int64)  # unused payload
-    nh = 0
-    for p in range(2 * nport):
-        if cnt[p] > 0:
-            h = (p % nport) // P
-            hk, hp, hi, nh = heap_push(hk, hp, hi, nh, core_cap[h] / cnt[p], p, 0)
-    while live > 0:
-        lp = np.inf
-        port = -1
-        while nh > 0:
-            key, q = hk[0], hp[0]
-            h = (q % nport) // P
-            if cnt[q] > 0 and key == (core_cap[h] - used[q]) / cnt[q]:
-                lp = key
-                port = q
-                break
-            key, q, _, nh = heap_pop(hk, hp, hi, nh)
-        while ci < nc and frozen[capped[corder[ci]]]:
-            ci += 1
-        lc = capkeys[corder[ci]] if ci < nc else np.inf
-        if lc <= lp:
-            victims_lo, victims_hi = 0, 1
-            single = capped[corder[ci]]
-            level = lc
-            ci += 1
-        else:
-            key, q, _, nh = heap_pop(hk, hp, hi, nh)
-            victims_lo, victims_hi = ptr[port], ptr[port + 1]
-            single = -1
-            level = lp
-        for v in range(victims_lo, victims_hi):
-            n = single if single >= 0 else lst[v]
-            if frozen[n]:
-                continue
-            frozen[n] = True
-            live -= 1
-            f = order[n]
-            r = level if level > 0.0 else 0.0
-            newr[n] = r
-            pi = core[f] * P + src[f]
-            po = nport + core[f] * P + dst[f]
-            for q in (pi, po):
-                used[q] += r
-                cnt[q] -= 1
-                if cnt[q] > 0:
-                    h = (q % nport) // P
-                    hk, hp, hi, nh = heap_push(hk, hp, hi, nh,
-                                               (core_cap[h] - used[q]) / cnt[q], q, 0)
-    return n_all - 1
 
 
 @numba.njit(cache=True)
@@ -284,11 +92,11 @@ def _run(t, stop_time, order, pos, src, dst, coflow, size, core, cap, fair, back
             return t, _SEG_FULL, n_seg, n_running, events
         end = -1
         if realloc and fair:
-            end = _fair_rates(order, head, src, dst, core, cap, done, core_cap, newr, frozen)
+            end = fair_rates(order, head, src, dst, core, cap, done, core_cap, newr, frozen)
         elif realloc:
-            end = _priority_rates(order, head, src, dst, core, cap, done, core_cap,
-                                  backfill, has_cap, newr, res_in, res_out, tot_in, tot_out,
-                                  nz, a_in, a_out, c_in, c_out)
+            end = priority_rates(order, head, src, dst, core, cap, done, core_cap,
+                                 backfill, has_cap, newr, res_in, res_out, tot_in, tot_out,
+                                 nz, a_in, a_out, c_in, c_out)
         realloc = not fixed
         # flows running before but beyond the scan stop
         for m in range(n_running if end >= 0 else 0):
@@ -718,7 +526,7 @@ class Simulator:
             if self._cap is None:
                 self._cap = np.empty(a.n_flows)
             cap = self._cap
-            has_cap = _byte_caps(order, np.asarray(plan.rate_cap, dtype=np.float64), cap)
+            has_cap = byte_caps(order, np.asarray(plan.rate_cap, dtype=np.float64), cap)
         limit = (np.full(a.n_coflows, np.inf) if plan.byte_limit is None
                  else plan.byte_limit.astype(np.float64))
         core = np.ascontiguousarray(plan.core, dtype=np.int64)
