@@ -16,7 +16,7 @@ At a flow completion the rates are recomputed from the *same* plan (its sharing 
 too). At the other events, and whenever a coflow completes or becomes
 ready (released and all its predecessors complete), the policy is asked for a new plan.
 Release times and precedence are enforced here, whatever the policy says: only flows of
-ready coflows are eligible.
+ready coflows are eligible (``controller.lifecycle``, which the controller uses too).
 
 The inner loop (allocate rates, find the next event, advance) runs compiled by numba; the
 policy is called from Python only at coflow-level events, a few per coflow.
