@@ -106,7 +106,10 @@ class RunAborted(RuntimeError):
 
 
 class EmulationRun:
-    """See the module docstring. ``switches`` is the OpenFlow side (controller.app)."""
+    """See the module docstring. ``switches`` is the OpenFlow side (controller.app);
+    ``gated`` coflows are released only once opened (``lifecycle.open``: a joint run's
+    shuffles). Releases, readiness and completions are :attr:`lifecycle`
+    (:class:`controller.lifecycle.CoflowLifecycle`, the simulator's too)."""
 
     def __init__(self, cfg: RunConfig, workload: Workload, policy, switches, gated=None):
         self.cfg = cfg
