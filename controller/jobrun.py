@@ -22,8 +22,10 @@ runs out):
 3. :meth:`JobDriver.replan` runs the compute policy on the residual instance of the
    ready work.
 
-:class:`KeepCores` wraps a network policy restarted mid-run on the residual network (a
-shuffle's flows exist only once it opens): flows that have sent keep their core.
+A shuffle's flows exist only once it opens, so both engines then restart the network
+policy on the *residual network* (:func:`residual`: the known coflows that are not
+complete, each with the bytes its unfinished flows have left), wrapped in
+:class:`KeepCores`: flows that have sent keep their core.
 """
 from __future__ import annotations
 
@@ -38,7 +40,8 @@ from controller.jobs import JointWorkload, shuffle_flows
 from controller.model import Coflow, Flow, Job, Workload
 from controller.policies import Policy
 
-__all__ = ["JobDriver", "JobTimes", "KeepCores", "job_times", "residual_network"]
+__all__ = ["JobDriver", "JobTimes", "KeepCores", "Residual", "job_times", "residual",
+           "residual_network"]
 
 
 class KeepCores(Policy):
@@ -237,10 +240,59 @@ class JobDriver:
         return min(nxt, end) if np.isfinite(end) else nxt
 
 
+@dataclasses.dataclass(frozen=True)
+class Residual:
+    """The network a restarted network policy sees, and where its parts are in the run.
+
+    Attributes
+    ----------
+    workload : Workload
+        The residual network (:func:`residual_network`).
+    flows : int array
+        The run's index of each of its flows (its flow ``n`` is the run's ``flows[n]``).
+    coflows : int array
+        The run's index of each of its coflows.
+    """
+
+    workload: Workload
+    flows: np.ndarray
+    coflows: np.ndarray
+
+
+def residual(jw: JointWorkload, arcs, active: np.ndarray, coflow: np.ndarray,
+             src: np.ndarray, dst: np.ndarray, remaining: np.ndarray) -> Residual:
+    """The residual network of a restart, the same for both engines (the joint simulator
+    restarts its network simulator on it, the controller its network policy).
+
+    Parameters
+    ----------
+    jw : JointWorkload
+    arcs : iterable of (k, k') coflow index pairs, the coflow precedence
+    active : bool array per coflow of ``jw.coflows``
+        The coflows it has (known, a shuffle once opened, and not complete), each with its
+        flows that have bytes left, in the run's order.
+    coflow, src, dst : int arrays per run flow
+    remaining : float array per run flow
+        Bytes the flow still has to send; a flow with none (finished) is left out.
+
+    Returns
+    -------
+    Residual
+    """
+    coflows = np.flatnonzero(active)
+    flows = np.flatnonzero(active[coflow] & (remaining > 0))
+    flows = flows[np.argsort(coflow[flows], kind="stable")]
+    left = {k: [] for k in coflows.tolist()}
+    for g in flows.tolist():
+        left[int(coflow[g])].append((src[g], dst[g], remaining[g]))
+    return Residual(residual_network(jw, left, arcs), flows.astype(np.int64), coflows)
+
+
 def residual_network(jw: JointWorkload, left: dict, arcs) -> Workload:
-    """The network a restarted network policy sees: coflow ``k`` (index in ``jw.coflows``)
-    with the flows ``left[k]`` = [(src, dst, bytes still to send)], in that order; the
-    coflow arcs ``(k, k')`` among them and each job's coflows among them."""
+    """The network a restarted network policy sees (built by :func:`residual`): coflow
+    ``k`` (index in ``jw.coflows``) with the flows ``left[k]`` = [(src, dst, bytes still to
+    send)], in that order; the coflow arcs ``(k, k')`` among them and each job's coflows
+    among them."""
     coflows = []
     for k, flows in left.items():
         c = jw.coflows[k]

@@ -42,7 +42,7 @@ from collections import Counter
 
 import numpy as np
 
-from controller.jobrun import JobDriver, KeepCores, residual_network
+from controller.jobrun import JobDriver, KeepCores, residual
 from controller.jobs import JointWorkload
 from controller.plan import Plan, PlanError, State
 from controller.policies import Policy
@@ -67,19 +67,14 @@ class ResidualPolicy(Policy):
         self.restarts = 0
 
     def restart(self, run: "JointEmulationRun") -> None:
-        jw, a = run.jw, run.arrays
-        rem = a.size - run.estimated_rx()
+        a = run.arrays
         known = ~run.driver.is_shuffle | run.opened
-        active = [k for k in range(a.n_coflows) if known[k] and not run.cdone[k]]
-        left, gmap = {}, []
-        for k in active:
-            fl = [int(g) for g in run.flows_of[k] if not run.flow_done[g]]
-            gmap.extend(fl)
-            # a flow whose last bytes are in flight still needs its plan: at least 1 byte
-            left[k] = [(a.src[g], a.dst[g], max(float(rem[g]), 1.0)) for g in fl]
-        self.local = residual_network(jw, left, a.arcs)
-        self.gmap = np.array(gmap, dtype=np.int64)
-        self.cmap = np.array(active, dtype=np.int64)
+        # a flow whose last bytes are in flight still needs its plan: at least 1 byte
+        remaining = np.where(run.flow_done, 0.0,
+                             np.maximum(a.size - run.estimated_rx(), 1.0))
+        res = residual(run.jw, a.arcs, known & ~run.lifecycle.done, a.coflow, a.src, a.dst,
+                       remaining)
+        self.local, self.gmap, self.cmap = res.workload, res.flows, res.coflows
         self.inner = KeepCores(self.make_policy())
         self.inner.start(self.local)
         self.restarts += 1
@@ -142,7 +137,8 @@ class JointEmulationRun(EmulationRun):
         self.jw = workload
         self.driver = JobDriver(workload, compute)
         self.residual = ResidualPolicy(make_policy)
-        super().__init__(cfg, workload.network, self.residual, switches)
+        super().__init__(cfg, workload.network, self.residual, switches,
+                         gated=np.flatnonzero(self.driver.gated))
         nc = len(workload.coflows)
         a = self.driver.a
         self.opened = np.zeros(nc, dtype=bool)
@@ -173,12 +169,8 @@ class JointEmulationRun(EmulationRun):
         m = self.driver.a.n_machines
         return {(s, d) for s in range(m) for d in range(m) if s != d} | super().prewarm_pairs()
 
-    def release(self, r: float) -> None:
-        held = self.driver.gated & ~self.opened
-        self.released[(self.arrays.release == r) & ~held] = True
-
     def all_done(self) -> bool:
-        return bool(self.cdone.all() and not np.isnan(self.task_end).any())
+        return self.lifecycle.finished and not np.isnan(self.task_end).any()
 
     def busy(self) -> bool:
         n = self.n_state
@@ -190,9 +182,9 @@ class JointEmulationRun(EmulationRun):
         for r in sorted(arrivals):
             self._timer(self.at_w(float(r)), "joint", "arrival")
 
-    def _complete(self, k: int, tw: float) -> list[int]:
-        self._newly_done.append(int(k))
-        return super()._complete(k, tw)
+    def _coflow_done(self, k: int, tw: float) -> None:
+        self._newly_done.append(k)
+        super()._coflow_done(k, tw)
 
     # ------------------------------------------------------------------ API side
     def on_request(self, ch, msg: dict) -> None:
@@ -325,9 +317,9 @@ class JointEmulationRun(EmulationRun):
         rp.done[fin], rp.comp[fin], rp.frac[fin] = True, np.minimum(self.task_end[fin], t), 0.0
         done_at = self._stage_done_at()
         drv.settle(t, np.where(np.isfinite(done_at), np.minimum(done_at, t), np.inf),
-                   self.opened, self.completion, self._open, self.task_machine)
+                   self.opened, self.lifecycle.completion, self._open, self.task_machine)
         tp = time.perf_counter()
-        s = drv.replan(t, self.completion)
+        s = drv.replan(t, self.lifecycle.completion)
         self.stats["compute_plan_ms"].append((time.perf_counter() - tp) * 1e3)
         self.hold_at = np.inf
         if s is not None:
@@ -433,7 +425,7 @@ class JointEmulationRun(EmulationRun):
                 if new:
                     self._add_flows(k, new)
                     restart = True
-            self.released[k] = True
+            self.lifecycle.open(k)
             self.decision(event="coflow_open", coflow=self.jw.coflows[k].id,
                           flows=len(flows.get(k, ())))
         if restart:
@@ -446,7 +438,7 @@ class JointEmulationRun(EmulationRun):
     def _add_flows(self, k: int, flows) -> None:
         """Append coflow ``k``'s new flows to the run (flow indices never change)."""
         a = self.arrays
-        n0, n = a.n_flows, len(flows)
+        n = len(flows)
         self.arrays = dataclasses.replace(
             a, src=np.concatenate([a.src, [f.src for f in flows]]).astype(np.int64),
             dst=np.concatenate([a.dst, [f.dst for f in flows]]).astype(np.int64),
@@ -459,8 +451,7 @@ class JointEmulationRun(EmulationRun):
         for name, v in pad.items():
             old = getattr(self, name)
             setattr(self, name, np.concatenate([old, np.full(n, v, dtype=old.dtype)]))
-        self.flows_of[k] = np.concatenate([self.flows_of[k], np.arange(n0, n0 + n)])
-        self.left[k] += n
+        self.lifecycle.add_flows(self.arrays, k, n)
 
     # ------------------------------------------------------------------ result
     def result(self) -> dict:

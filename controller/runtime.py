@@ -44,11 +44,12 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from controller import rates
 from controller.api import ApiError
 from controller.classes import N_DATA_CLASSES, coflow_classes, conflict_classes, dscp_of, tos_of
+from controller.lifecycle import CoflowLifecycle
 from controller.model import Workload
 from controller.plan import Plan, PlanError, State
-from controller.rates import allocate
 from topologies.mininet_topo import core_address, switch_port
 
 log = logging.getLogger("coflowemu.controller")
@@ -105,9 +106,12 @@ class RunAborted(RuntimeError):
 
 
 class EmulationRun:
-    """See the module docstring. ``switches`` is the OpenFlow side (controller.app)."""
+    """See the module docstring. ``switches`` is the OpenFlow side (controller.app);
+    ``gated`` coflows are released only once opened (``lifecycle.open``: a joint run's
+    shuffles). Releases, readiness and completions are :attr:`lifecycle`
+    (:class:`controller.lifecycle.CoflowLifecycle`, the simulator's too)."""
 
-    def __init__(self, cfg: RunConfig, workload: Workload, policy, switches):
+    def __init__(self, cfg: RunConfig, workload: Workload, policy, switches, gated=None):
         self.cfg = cfg
         self.workload = workload
         self.policy = policy
@@ -136,15 +140,9 @@ class EmulationRun:
         self.flow_done = np.zeros(nf, dtype=bool)
         self.flow_completion = np.full(nf, np.nan)
         self.started_at = np.full(nf, np.nan)
-        # coflows
-        self.released = np.zeros(nc, dtype=bool)
-        self.ready = np.zeros(nc, dtype=bool)
-        self.cdone = np.zeros(nc, dtype=bool)
-        self.completion = np.full(nc, np.nan)
-        self.left = np.bincount(a.coflow, minlength=nc).astype(np.int64)
-        self.preds_left = np.array([len(p) for p in a.preds], dtype=np.int64)
+        # coflows: released, ready, complete (``gated`` ones wait for lifecycle.open)
+        self.lifecycle = CoflowLifecycle(a, gated, on_complete=self._coflow_done)
         self.sent = np.zeros(nc)
-        self.flows_of = [np.flatnonzero(a.coflow == k) for k in range(nc)]
         # segments: per flow, the (time, rx) of the last reading while running
         self.seg_t = np.full(nf, np.nan)
         self.seg_rx = np.zeros(nf)
@@ -274,25 +272,24 @@ class EmulationRun:
 
         Policies compile (numba) or build caches on their first call; paid inside the run
         it would delay the first plan by up to a second of emulated time. The copy keeps
-        the real policy's own state untouched.
+        the real policy's own state untouched. The rate rule's kernels
+        (:mod:`controller.rates`) are compiled (or loaded from numba's cache) here too.
         """
         import copy
-        saved = (self.released.copy(), self.ready.copy(), self.t0)
+        rates.warm_up()
+        saved = (self.lifecycle, self.t0)
         try:
             self.t0 = time.time()
-            a = self.arrays
-            self.released[a.release <= 0] = True
-            self._make_ready_quiet()
+            # the start's state, on a lifecycle of its own (the run's stays untouched)
+            life = self.lifecycle = CoflowLifecycle(self.arrays, np.flatnonzero(saved[0].gated))
+            life.release_due(0.0)
+            life.make_ready(0.0, self.flow_done)
             st = self.state("start")
             copy.deepcopy(self.policy).plan(st).validate(st)   # (validate compiles too)
         except Exception as e:  # noqa: BLE001 - the real call will report it
             log.warning("policy warm-up failed: %s", e)
         finally:
-            self.released, self.ready, self.t0 = saved
-
-    def _make_ready_quiet(self) -> None:
-        ok = self.released & (self.preds_left == 0)
-        self.ready |= ok
+            self.lifecycle, self.t0 = saved
 
     # ------------------------------------------------------------------ main loop
     def serve(self) -> dict:
@@ -432,7 +429,7 @@ class EmulationRun:
 
     def all_done(self) -> bool:
         """The run is over: every coflow complete (a joint run: and every stage)."""
-        return bool(self.cdone.all())
+        return self.lifecycle.finished
 
     def busy(self) -> bool:
         """Something is under way that will produce an event (a running flow)."""
@@ -444,7 +441,8 @@ class EmulationRun:
         busy = self.busy()
         pending = any(t.kind in ("release", "horizon", "byte_check") for t in self.timers)
         if not busy and not pending and not self.all_done():
-            stuck = [self.workload.coflows[k].id for k in np.flatnonzero(~self.cdone)][:5]
+            stuck = [self.workload.coflows[k].id
+                     for k in np.flatnonzero(~self.lifecycle.done)][:5]
             raise RunAborted(f"the plan lets nothing send at t={self.now_w():g} while "
                              f"coflows {stuck} are unfinished and no event is pending")
 
@@ -502,7 +500,7 @@ class EmulationRun:
         if became_ready and replan in (None, "horizon"):
             replan = "ready"
         if completed and self.watchers:
-            msg = {"op": "progress", "done": int(self.cdone.sum()),
+            msg = {"op": "progress", "done": int(self.lifecycle.done.sum()),
                    "total": int(self.arrays.n_coflows)}
             for w in list(self.watchers):
                 w.send(msg)
@@ -533,38 +531,21 @@ class EmulationRun:
         # an idle connection's rule drops to the lowest class (sent after the signals)
         self._idle_rules.append((key[2], sport, self._conn_rule(key, sport, N_DATA_CLASSES - 1)))
         self.decision(event="flow_done", flow=f, tw_done=tw)
-        k = a.coflow[f]
-        self.left[k] -= 1
-        if self.left[k] == 0:
-            return self._complete(k, tw)
-        return []
+        k = int(a.coflow[f])
+        return [k] if self.lifecycle.finish_flow(f, tw) else []
 
-    def _complete(self, k: int, tw: float) -> list[int]:
-        self.cdone[k] = True
-        if np.isnan(self.completion[k]):
-            self.completion[k] = tw
-        self.preds_left[self.arrays.succs[k]] -= 1
+    def _coflow_done(self, k: int, tw: float) -> None:
+        """Coflow ``k`` completed at ``tw`` (called by the lifecycle)."""
         self.decision(event="coflow_done", coflow=self.workload.coflows[k].id, tw_done=tw)
-        return [k]
 
     def release(self, r: float) -> None:
-        """Release time ``r`` has come: its coflows are released."""
-        self.released[self.arrays.release == r] = True
+        """Release time ``r`` has come: its coflows are released (a gated one once
+        opened)."""
+        self.lifecycle.release_due(r)
 
     def _make_ready(self) -> bool:
-        changed = False
-        frontier = np.flatnonzero(self.released & ~self.ready & (self.preds_left == 0))
-        while frontier.size:
-            nxt = []
-            for k in frontier:
-                self.ready[k] = True
-                changed = True
-                if self.left[k] == 0 and not self.cdone[k]:
-                    self._complete(k, self.now_w())
-                    nxt.extend(self.arrays.succs[k])
-            frontier = np.array([k for k in nxt if self.released[k] and not self.ready[k]
-                                 and self.preds_left[k] == 0], dtype=np.int64)
-        return changed
+        """Mark ready what can be (empty coflows complete now); True if any."""
+        return self.lifecycle.make_ready(self.now_w(), self.flow_done)
 
     def snapshot(self) -> float:
         """Read the receivers' byte counters of every started flow; returns ms taken."""
@@ -646,13 +627,8 @@ class EmulationRun:
         self.sent = np.bincount(a.coflow, weights=rx, minlength=a.n_coflows)
         remaining = a.size - rx
         remaining[self.flow_done] = 0.0
-        return State(time=max(self.now_w(), 0.0), event=event, workload=self.workload,
-                     arrays=a, remaining=remaining, sent=self.sent.copy(),
-                     flow_done=self.flow_done.copy(), released=self.released.copy(),
-                     ready=self.ready.copy(), done=self.cdone.copy(),
-                     completion=self.completion.copy(),
-                     eligible=self.ready[a.coflow] & ~self.flow_done,
-                     core=self.pinned.copy())
+        return self.lifecycle.state(max(self.now_w(), 0.0), event, self.workload, remaining,
+                                    self.sent, self.flow_done, self.pinned, copy=True)
 
     # ------------------------------------------------------------------ planning
     def _replan(self, event: str, t_recv: float) -> None:
@@ -686,13 +662,14 @@ class EmulationRun:
         self.applies += 1
         t_apply = time.perf_counter()
         self._advance_estimates(time.time())
-        elig = np.flatnonzero(self.ready[a.coflow] & ~self.flow_done)
+        elig = np.flatnonzero(self.lifecycle.eligible)
         order = elig[np.lexsort((elig, plan.rank[elig]))]
         core = np.where(self.pinned >= 0, self.pinned, plan.core).astype(np.int64)
-        cap = (np.full(a.n_flows, np.inf) if plan.rate_cap is None
-               else np.where(np.isnan(plan.rate_cap), np.inf, plan.rate_cap / 8.0))
-        rate = allocate(order, a.src, a.dst, core, cap, self.core_rate, plan.sharing,
-                        plan.backfill)
+        cap = np.full(a.n_flows, np.inf)
+        if plan.rate_cap is not None:
+            rates.byte_caps(order, np.asarray(plan.rate_cap, dtype=np.float64), cap)
+        rate = rates.allocate(order, a.src, a.dst, core, cap, self.core_rate, plan.sharing,
+                              plan.backfill)
         self.expected_rate = dict(zip(order.tolist(), rate.tolist()))
         eps = 1e-9 * self.core_rate.max()
         if self.cfg.pause:
@@ -820,7 +797,8 @@ class EmulationRun:
         rx = self.estimated_rx() if not self.cfg.exact_state else self.rx
         sent = np.bincount(self.arrays.coflow, weights=rx, minlength=self.arrays.n_coflows)
         lim = p.byte_limit
-        return bool(((sent >= lim * (1 - 1e-9)) & np.isfinite(lim) & ~self.cdone).any())
+        return bool(((sent >= lim * (1 - 1e-9)) & np.isfinite(lim)
+                     & ~self.lifecycle.done).any())
 
     def _arm_byte_limit(self, plan: Plan | None) -> None:
         """A timer at the predicted crossing of the nearest byte threshold."""
@@ -829,11 +807,13 @@ class EmulationRun:
         a = self.arrays
         lim = plan.byte_limit
         best = np.inf
-        rates = getattr(self, "expected_rate", {})
-        for k in np.flatnonzero(np.isfinite(lim) & self.ready & ~self.cdone):
-            r = sum(rates.get(int(f), 0.0) for f in self.flows_of[k])
+        expected = getattr(self, "expected_rate", {})
+        life = self.lifecycle
+        for k in np.flatnonzero(np.isfinite(lim) & life.ready & ~life.done):
+            fl = a.flows_of(k)
+            r = sum(expected.get(int(f), 0.0) for f in fl)
             if r > 0:
-                sent = float(self.estimated_rx()[self.flows_of[k]].sum())
+                sent = float(self.estimated_rx()[fl].sum())
                 best = min(best, max(lim[k] - sent, 0.0) / r)
         if np.isfinite(best):
             at = time.time() + max(best * self.scale, 0.005)
@@ -848,7 +828,8 @@ class EmulationRun:
             "t0": self.t0,
             "time_scale": self.scale,
             "flow_completion": [None if np.isnan(x) else float(x) for x in self.flow_completion],
-            "coflow_completion": [None if np.isnan(x) else float(x) for x in self.completion],
+            "coflow_completion": [None if np.isnan(x) else float(x)
+                                  for x in self.lifecycle.completion],
             "segments": {"flow": [s[0] for s in segs], "core": [s[1] for s in segs],
                          "start": [s[2] for s in segs], "end": [s[3] for s in segs],
                          "rate_bps": [s[4] for s in segs]},

@@ -3,7 +3,7 @@
 Varys-style plans (``sebf``, ``weaver``) give every flow a rate cap (MADD: the rate that
 makes its coflow's flows finish together) and a priority rank, and hand what the caps
 leave to the flows in rank order (backfilling). The engine's rule
-(``emulate.sim.flowsim._priority_rates``) is two passes in rank order: each flow gets
+(``controller.rates.priority_rates``) is two passes in rank order: each flow gets
 ``min(cap, what is left on its two ports)``, then each flow gets what is still left on
 both its ports. Redone from scratch at every flow completion that costs O(eligible
 flows): on FB2010 about 12k flows send at once and 700k complete.

@@ -12,10 +12,11 @@ two events every flow sends at a constant rate, and the next event is the earlie
 * the plan's ``horizon``.
 
 At a flow completion the rates are recomputed from the *same* plan (its sharing rule: see
-``controller.plan``). At the other events, and whenever a coflow completes or becomes
+``controller.plan``; the rule itself is ``controller.rates``, which the controller applies
+too). At the other events, and whenever a coflow completes or becomes
 ready (released and all its predecessors complete), the policy is asked for a new plan.
 Release times and precedence are enforced here, whatever the policy says: only flows of
-ready coflows are eligible.
+ready coflows are eligible (``controller.lifecycle``, which the controller uses too).
 
 The inner loop (allocate rates, find the next event, advance) runs compiled by numba; the
 policy is called from Python only at coflow-level events, a few per coflow.
@@ -33,213 +34,22 @@ Examples
 from __future__ import annotations
 
 import time as _time
+from dataclasses import dataclass
 
 import numba
 import numpy as np
 
+from controller.lifecycle import CoflowLifecycle
 from controller.model import Workload
-from controller.plan import Plan, PlanError, State
+from controller.plan import PlanError, State
 from controller.policies.base import Policy
+from controller.rates import byte_caps, fair_rates, priority_rates
+from emulate.io.records import RunResult, Segments
 from emulate.sim.capped import first_pass, run_capped
 from emulate.sim.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_DONE,
-                              EPS_BYTES, SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
-                              STUCK as _STUCK, _less, advance_flow, byte_limit_dt, emit,
-                              heap_pop, heap_push, pair_lists, run_matching, set_rate)
-from emulate.io.records import RunResult, Segments
-
-
-@numba.njit(cache=True)
-def _byte_caps(order, rate_cap, out):
-    """``out[f]``: flow ``f``'s cap in bytes/s (``inf`` for NaN, no cap) for ``f`` in
-    ``order``, the only flows the engines read; whether any of them is finite."""
-    finite = False
-    for m in range(order.shape[0]):
-        f = order[m]
-        r = rate_cap[f]
-        if np.isnan(r):
-            out[f] = np.inf
-        else:
-            out[f] = r / 8.0
-            finite = finite or out[f] < np.inf
-    return finite
-
-
-@numba.njit(cache=True)
-def _priority_rates(order, head, src, dst, core, cap, done, core_cap, backfill, has_cap,
-                    newr, res_in, res_out, tot_in, tot_out, nz, pass_in, pass_out,
-                    closed_in, closed_out):
-    """Work-conserving strict priority in ``order``; returns the last position scanned.
-
-    Once every input port (or every output port) that still has flows is saturated or
-    has no flow left further down the order, the rest of the order gets nothing, in the
-    first pass and in the backfill pass (which only hands out what is left on both of a
-    flow's ports), so the scan stops early.
-    """
-    res_in[:, :] = 0.0
-    res_out[:, :] = 0.0
-    for h in range(res_in.shape[0]):
-        res_in[h, :] = core_cap[h]
-        res_out[h, :] = core_cap[h]
-    pass_in[:, :] = 0
-    pass_out[:, :] = 0
-    closed_in[:, :] = False
-    closed_out[:, :] = False
-    n_ci = 0
-    n_co = 0
-    end = order.shape[0] - 1
-    for n in range(head, order.shape[0]):
-        f = order[n]
-        newr[n] = 0.0
-        if done[f]:
-            continue
-        h = core[f]
-        i = src[f]
-        j = dst[f]
-        r = min(cap[f], res_in[h, i], res_out[h, j])
-        if r > 1e-9 * core_cap[h]:  # not floating-point crumbs of a full link
-            newr[n] = r
-            res_in[h, i] -= r
-            res_out[h, j] -= r
-        pass_in[h, i] += 1
-        pass_out[h, j] += 1
-        tiny = 1e-9 * core_cap[h]
-        if not closed_in[h, i] and (res_in[h, i] <= tiny or pass_in[h, i] >= tot_in[h, i]):
-            closed_in[h, i] = True
-            n_ci += 1
-        if not closed_out[h, j] and (res_out[h, j] <= tiny
-                                     or pass_out[h, j] >= tot_out[h, j]):
-            closed_out[h, j] = True
-            n_co += 1
-        if n_ci >= nz[0] or n_co >= nz[1]:
-            end = n
-            break
-    if has_cap and backfill:
-        for n in range(head, end + 1):
-            f = order[n]
-            if done[f]:
-                continue
-            h = core[f]
-            r = min(res_in[h, src[f]], res_out[h, dst[f]])
-            if r > 1e-9 * core_cap[h]:
-                newr[n] += r
-                res_in[h, src[f]] -= r
-                res_out[h, dst[f]] -= r
-    return end
-
-
-@numba.njit(cache=True)
-def _fair_rates(order, head, src, dst, core, cap, done, core_cap, newr, frozen):
-    """Max-min fair rates by progressive filling, each flow at most its cap.
-
-    All unfrozen flows share one rising level ``x``; port ``p`` saturates when ``x``
-    reaches ``(capacity - rate of its frozen flows) / its unfrozen flows``. Ports are taken
-    from a heap in that order and their flows frozen at the level (flow caps likewise),
-    so the cost is O(flows log ports) per allocation.
-    """
-    cores = core_cap.shape[0]
-    n_all = order.shape[0]
-    nport = 0
-    for n in range(head, n_all):
-        f = order[n]
-        if src[f] + 1 > nport:
-            nport = src[f] + 1
-        if dst[f] + 1 > nport:
-            nport = dst[f] + 1
-    P = nport
-    nport = cores * P
-    cnt = np.zeros(2 * nport, dtype=np.int64)
-    used = np.zeros(2 * nport)
-    live = 0
-    for n in range(head, n_all):
-        f = order[n]
-        newr[n] = 0.0
-        if done[f] or cap[f] <= 0.0:
-            frozen[n] = True
-            continue
-        frozen[n] = False
-        cnt[core[f] * P + src[f]] += 1
-        cnt[nport + core[f] * P + dst[f]] += 1
-        live += 1
-    if live == 0:
-        return n_all - 1
-    # CSR lists of positions per port
-    ptr = np.zeros(2 * nport + 1, dtype=np.int64)
-    for p in range(2 * nport):
-        ptr[p + 1] = ptr[p] + cnt[p]
-    fill = ptr[:-1].copy()
-    lst = np.empty(ptr[2 * nport], dtype=np.int64)
-    for n in range(head, n_all):
-        if not frozen[n]:
-            f = order[n]
-            pi = core[f] * P + src[f]
-            po = nport + core[f] * P + dst[f]
-            lst[fill[pi]] = n
-            fill[pi] += 1
-            lst[fill[po]] = n
-            fill[po] += 1
-    # flow caps in increasing order
-    capped = np.empty(live, dtype=np.int64)
-    nc = 0
-    for n in range(head, n_all):
-        if not frozen[n] and cap[order[n]] < np.inf:
-            capped[nc] = n
-            nc += 1
-    capkeys = np.empty(nc)
-    for c in range(nc):
-        capkeys[c] = cap[order[capped[c]]]
-    corder = np.argsort(capkeys)
-    ci = 0
-    hk = np.empty(2 * nport + 2 * live + 1)
-    hp = np.empty(2 * nport + 2 * live + 1, dtype=np.int64)
-    hi = np.zeros(2 * nport + 2 * live + 1, dtype=np.int64)  # unused payload
-    nh = 0
-    for p in range(2 * nport):
-        if cnt[p] > 0:
-            h = (p % nport) // P
-            hk, hp, hi, nh = heap_push(hk, hp, hi, nh, core_cap[h] / cnt[p], p, 0)
-    while live > 0:
-        lp = np.inf
-        port = -1
-        while nh > 0:
-            key, q = hk[0], hp[0]
-            h = (q % nport) // P
-            if cnt[q] > 0 and key == (core_cap[h] - used[q]) / cnt[q]:
-                lp = key
-                port = q
-                break
-            key, q, _, nh = heap_pop(hk, hp, hi, nh)
-        while ci < nc and frozen[capped[corder[ci]]]:
-            ci += 1
-        lc = capkeys[corder[ci]] if ci < nc else np.inf
-        if lc <= lp:
-            victims_lo, victims_hi = 0, 1
-            single = capped[corder[ci]]
-            level = lc
-            ci += 1
-        else:
-            key, q, _, nh = heap_pop(hk, hp, hi, nh)
-            victims_lo, victims_hi = ptr[port], ptr[port + 1]
-            single = -1
-            level = lp
-        for v in range(victims_lo, victims_hi):
-            n = single if single >= 0 else lst[v]
-            if frozen[n]:
-                continue
-            frozen[n] = True
-            live -= 1
-            f = order[n]
-            r = level if level > 0.0 else 0.0
-            newr[n] = r
-            pi = core[f] * P + src[f]
-            po = nport + core[f] * P + dst[f]
-            for q in (pi, po):
-                used[q] += r
-                cnt[q] -= 1
-                if cnt[q] > 0:
-                    h = (q % nport) // P
-                    hk, hp, hi, nh = heap_push(hk, hp, hi, nh,
-                                               (core_cap[h] - used[q]) / cnt[q], q, 0)
-    return n_all - 1
+                                  EPS_BYTES, SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
+                                  STUCK as _STUCK, _less, advance_flow, byte_limit_dt, emit,
+                                  pair_lists, run_matching, set_rate)
 
 
 @numba.njit(cache=True)
@@ -284,11 +94,11 @@ def _run(t, stop_time, order, pos, src, dst, coflow, size, core, cap, fair, back
             return t, _SEG_FULL, n_seg, n_running, events
         end = -1
         if realloc and fair:
-            end = _fair_rates(order, head, src, dst, core, cap, done, core_cap, newr, frozen)
+            end = fair_rates(order, head, src, dst, core, cap, done, core_cap, newr, frozen)
         elif realloc:
-            end = _priority_rates(order, head, src, dst, core, cap, done, core_cap,
-                                  backfill, has_cap, newr, res_in, res_out, tot_in, tot_out,
-                                  nz, a_in, a_out, c_in, c_out)
+            end = priority_rates(order, head, src, dst, core, cap, done, core_cap,
+                                 backfill, has_cap, newr, res_in, res_out, tot_in, tot_out,
+                                 nz, a_in, a_out, c_in, c_out)
         realloc = not fixed
         # flows running before but beyond the scan stop
         for m in range(n_running if end >= 0 else 0):
@@ -573,6 +383,31 @@ def _run_fair(t, stop_time, order, src, dst, coflow, size, core, core_cap, rem, 
     return t, reason, n_seg, events
 
 
+@dataclass(frozen=True)
+class StartPoint:
+    """Where a run starts when it does not start at time 0 with nothing sent: a network
+    restarted mid-run on what is left of it (the joint simulator's residual network,
+    ``emulate.sim.jobsim``).
+
+    Attributes
+    ----------
+    time : float
+        The clock at the start; coflows released by then are released at the start.
+    remaining : float array per flow, optional
+        Bytes each flow still has to send, each in (0, its size] (default: its size).
+    sent : float array per coflow, optional
+        Bytes each coflow sent before the start (default: none); the State and the plan's
+        byte limits count them.
+    pinned : int array per flow, optional
+        The core each flow has sent on, -1 if none (default: none); no flow migrates.
+    """
+
+    time: float = 0.0
+    remaining: np.ndarray | None = None
+    sent: np.ndarray | None = None
+    pinned: np.ndarray | None = None
+
+
 class Simulator:
     """One simulation run: a workload, a policy and the evolving state.
 
@@ -580,11 +415,15 @@ class Simulator:
     :meth:`step` (optionally ``until`` a time) while not :attr:`finished`, then
     :meth:`result`. Coflows listed in ``gated`` are not released until :meth:`open` is
     called for them (a shuffle whose producing compute stage has not finished): this is
-    how an outer loop (compute tasks, multi-stage jobs) drives the network.
+    how an outer loop (compute tasks, multi-stage jobs) drives the network. A run starts
+    at time 0 with nothing sent unless ``start_point`` (:class:`StartPoint`) says
+    otherwise. Releases, readiness and completions of coflows are
+    :attr:`lifecycle` (:class:`controller.lifecycle.CoflowLifecycle`).
     """
 
     def __init__(self, workload: Workload, policy: Policy, *, segments: bool = False,
-                 progress=None, incremental: bool = True, gated=None):
+                 progress=None, incremental: bool = True, gated=None,
+                 start_point: StartPoint | None = None):
         self.workload = workload
         self.policy = policy
         self.record = segments
@@ -593,81 +432,57 @@ class Simulator:
         a = self.arrays = workload.arrays
         nf, nc = a.n_flows, a.n_coflows
         self.core_cap = np.array(workload.fabric.rates, dtype=np.float64) / 8.0
+        self.lifecycle = CoflowLifecycle(a, gated)
         self.rem = a.size.copy()
         self.rate = np.zeros(nf)
         self.done = np.zeros(nf, dtype=np.bool_)
         self.pinned = np.full(nf, -1, dtype=np.int64)
         self.flow_completion = np.full(nf, np.nan)
-        self.left = np.bincount(a.coflow, minlength=nc).astype(np.int64)
         self.sent = np.zeros(nc)
-        self.coflow_completion = np.full(nc, np.nan)
-        self.released = np.zeros(nc, dtype=np.bool_)
-        self.ready = np.zeros(nc, dtype=np.bool_)
-        self.cdone = np.zeros(nc, dtype=np.bool_)
-        self.preds_left = np.array([len(p) for p in a.preds], dtype=np.int64)
         self.seg_start = np.zeros(nf)
         cap = max(1024, 4 * nf)
         self._seg = [np.zeros(cap, dtype=np.int64), np.zeros(cap, dtype=np.int64),
                      np.zeros(cap), np.zeros(cap), np.zeros(cap)]
         self.n_seg = 0
-        self.release_order = np.argsort(a.release, kind="stable")
-        self.next_release = 0
         self.t = 0.0
         self.events = 0
         self.policy_calls = 0
         self._pair_map = None  # scratch of emulate.sim.matching.pair_lists
-        self._elig = np.zeros(nf, dtype=np.bool_)  # ready[coflow] & ~done, kept up to date
         self._pos = np.full(nf, -1, dtype=np.int64)  # position of each flow in the order
         self._order = np.zeros(0, dtype=np.int64)  # the current plan's order
         self._no_cap = None
         self._cap = None  # bytes/s caps of the current order's flows (others stale)
-        self.gated = np.zeros(nc, dtype=np.bool_)
-        if gated is not None:
-            self.gated[np.asarray(list(gated), dtype=np.int64)] = True
+        if start_point is not None:
+            self._start_from(start_point)
+
+    def _start_from(self, p: StartPoint) -> None:
+        a = self.arrays
+        self.t = float(p.time)
+        for name, value, into, n in (("remaining", p.remaining, self.rem, a.n_flows),
+                                     ("sent", p.sent, self.sent, a.n_coflows),
+                                     ("pinned", p.pinned, self.pinned, a.n_flows)):
+            if value is None:
+                continue
+            value = np.asarray(value)
+            if value.shape != (n,):
+                raise ValueError(f"StartPoint.{name} has shape {value.shape}; the workload "
+                                 f"has {n} {'coflows' if name == 'sent' else 'flows'}")
+            into[:] = value
+        if not np.all((self.rem > 0) & (self.rem <= a.size)):
+            bad = int(np.flatnonzero(~((self.rem > 0) & (self.rem <= a.size)))[0])
+            raise ValueError(f"StartPoint.remaining[{bad}] = {self.rem[bad]!r}: must be in "
+                             f"(0, {a.size[bad]!r}], the flow's size")
 
     # ---------------------------------------------------------------- bookkeeping
     def _make_ready(self) -> bool:
         """Release what is due; mark ready coflows; complete empty ones. True if any."""
-        a = self.arrays
-        changed = False
-        ro = self.release_order
-        while self.next_release < len(ro) and a.release[ro[self.next_release]] <= self.t:
-            k = ro[self.next_release]
-            self.released[k] = not self.gated[k]
-            self.next_release += 1
-        frontier = np.flatnonzero(self.released & ~self.ready & (self.preds_left == 0))
-        while frontier.size:
-            nxt = []
-            for k in frontier:
-                self.ready[k] = True
-                fl = a.flows_of(k)
-                self._elig[fl] = ~self.done[fl]
-                changed = True
-                if self.left[k] == 0:
-                    nxt.extend(self._complete(k))
-            frontier = np.unique(np.array(
-                [k for k in nxt if self.released[k] and not self.ready[k]
-                 and self.preds_left[k] == 0], dtype=np.int64))
-        return changed
-
-    def _complete(self, k) -> list:
-        """Coflow ``k`` is done: its successors have one predecessor less."""
-        if self.cdone[k]:
-            return []
-        self.cdone[k] = True
-        if np.isnan(self.coflow_completion[k]):
-            self.coflow_completion[k] = self.t
-        succ = self.arrays.succs[k]
-        self.preds_left[succ] -= 1
-        return list(succ)
+        life = self.lifecycle
+        life.release_due(self.t)
+        return life.make_ready(self.t, self.done)
 
     def state(self, event: str) -> State:
-        a = self.arrays
-        return State(time=self.t, event=event, workload=self.workload, arrays=a,
-                     remaining=self.rem, sent=self.sent, flow_done=self.done,
-                     released=self.released, ready=self.ready, done=self.cdone,
-                     completion=self.coflow_completion, eligible=self._elig.copy(),
-                     core=self.pinned)
+        return self.lifecycle.state(self.t, event, self.workload, self.rem, self.sent,
+                                    self.done, self.pinned)
 
     # ---------------------------------------------------------------- main loop
     def run(self) -> RunResult:
@@ -679,10 +494,11 @@ class Simulator:
 
     @property
     def finished(self) -> bool:
-        return bool(self.cdone.all())
+        return self.lifecycle.finished
 
     def start(self) -> None:
-        """Time 0: the policy's ``start``, releases due at 0."""
+        """The start (time 0, or the :class:`StartPoint`'s): the policy's ``start``,
+        releases due by then."""
         self._wall = _time.perf_counter()
         self.policy.start(self.workload)
         self._make_ready()
@@ -690,12 +506,8 @@ class Simulator:
 
     def open(self, k: int) -> None:
         """Release gated coflow ``k`` now (or at its release time if that is later)."""
-        if self.gated[k]:
-            self.gated[k] = False
-            if self.arrays.release[k] <= self.t:
-                self.released[k] = True
-            if self._make_ready():
-                self._event = "ready"
+        if self.lifecycle.open(k) and self._make_ready():
+            self._event = "ready"
 
     def step(self, until: float = np.inf) -> str:
         """Ask the policy for a plan and apply it until the next event or ``until``.
@@ -718,13 +530,12 @@ class Simulator:
             if self._cap is None:
                 self._cap = np.empty(a.n_flows)
             cap = self._cap
-            has_cap = _byte_caps(order, np.asarray(plan.rate_cap, dtype=np.float64), cap)
+            has_cap = byte_caps(order, np.asarray(plan.rate_cap, dtype=np.float64), cap)
         limit = (np.full(a.n_coflows, np.inf) if plan.byte_limit is None
                  else plan.byte_limit.astype(np.float64))
         core = np.ascontiguousarray(plan.core, dtype=np.int64)
-        nr = (a.release[self.release_order[self.next_release]]
-              if self.next_release < a.n_coflows else np.inf)
-        stop = min(nr, plan.horizon, until)
+        life = self.lifecycle
+        stop = min(life.next_release_time, plan.horizon, until)
         if stop <= self.t:
             raise PlanError(f"plan horizon {plan.horizon} is not after now ({self.t})")
         # positions in the order; rates carry over between calls only for flows still
@@ -737,7 +548,7 @@ class Simulator:
         self._order = order
         self._close_segments(np.sort(running[pos[running] < 0]))
         has_limit = bool(np.isfinite(limit).any())
-        before = int(self.cdone.sum())
+        before = int(life.done.sum())
         if (plan.sharing == "priority" and not has_cap and self.incremental
                 and not plan.rates_fixed):
             reason = self._advance_matching(stop, order, pos, core, limit, has_limit)
@@ -750,23 +561,23 @@ class Simulator:
         else:
             reason = self._advance_scan(stop, order, pos, core, cap, plan, has_cap, limit,
                                         has_limit)
-        self._elig[order[self.done[order]]] = False
+        life.eligible[order[self.done[order]]] = False
         if reason == _STUCK:
-            stuck = [self.workload.coflows[k].id for k in np.flatnonzero(~self.cdone)][:5]
+            stuck = [self.workload.coflows[k].id for k in np.flatnonzero(~life.done)][:5]
             raise PlanError(
                 f"policy {self.policy.name!r} lets nothing send at t={self.t:g} while "
                 f"coflows {stuck} are unfinished and no event is pending")
-        for k in np.flatnonzero((self.left == 0) & ~self.cdone & self.ready):
-            self._complete(k)
+        for k in np.flatnonzero((life.left == 0) & ~life.done & life.ready):
+            life.complete(k, self.t)
         event = {_COFLOW_DONE: "completion", _BYTE_LIMIT: "byte_limit",
                  _STOP_TIME: "until" if self.t >= until else "horizon"}[reason]
-        released = int(self.released.sum())
+        released = int(life.released.sum())
         if self._make_ready():
             event = "ready"
-        elif int(self.released.sum()) > released:
+        elif int(life.released.sum()) > released:
             event = "release"  # released, but waiting for predecessors
         if self.progress is not None:
-            self.progress.update(int(self.cdone.sum()) - before)
+            self.progress.update(int(life.done.sum()) - before)
         self._event = event
         return event
 
@@ -781,7 +592,7 @@ class Simulator:
         return RunResult(workload=self.workload, policy=self.policy.name or
                          type(self.policy).__name__, engine="sim",
                          flow_completion=self.flow_completion,
-                         coflow_completion=self.coflow_completion, segments=segs,
+                         coflow_completion=self.lifecycle.completion, segments=segs,
                          wall_seconds=_time.perf_counter() - self._wall, events=self.events,
                          extra={"policy_calls": self.policy_calls})
 
@@ -801,6 +612,7 @@ class Simulator:
     def _advance_matching(self, stop, order, pos, core, limit, has_limit) -> int:
         """Priority without caps: the incremental greedy matching (emulate.sim.matching)."""
         a = self.arrays
+        life = self.lifecycle
         nport = a.cores * a.ports
         pairs = self._pairs(order, core)
         owner = np.full(2 * nport, -1, dtype=np.int64)
@@ -809,8 +621,8 @@ class Simulator:
             t, reason, self.n_seg, ev = run_matching(
                 self.t, stop, order, pos, a.src, a.dst, a.coflow, a.size, core,
                 self.core_cap, self.rem, self.rate, self.done, self.pinned,
-                self.flow_completion, self.left, self.sent, limit, has_limit,
-                self.coflow_completion, self.record, self.seg_start, *self._seg, self.n_seg,
+                self.flow_completion, life.left, self.sent, limit, has_limit,
+                life.completion, self.record, self.seg_start, *self._seg, self.n_seg,
                 pairs, owner, prev_running)
             if not self._ran(t, reason, ev):
                 return reason
@@ -818,13 +630,14 @@ class Simulator:
     def _advance_fair(self, stop, order, core) -> int:
         """Fair sharing without caps: progressive filling over (core, src, dst) pairs."""
         a = self.arrays
+        life = self.lifecycle
         while True:
             live = order[~self.done[order]]
             pairs = self._pairs(live, core)
             t, reason, self.n_seg, ev = _run_fair(
                 self.t, stop, live, a.src, a.dst, a.coflow, a.size, core, self.core_cap,
-                self.rem, self.rate, self.done, self.pinned, self.flow_completion, self.left,
-                self.sent, self.coflow_completion, self.record, self.seg_start, *self._seg,
+                self.rem, self.rate, self.done, self.pinned, self.flow_completion, life.left,
+                self.sent, life.completion, self.record, self.seg_start, *self._seg,
                 self.n_seg, pairs)
             if not self._ran(t, reason, ev):
                 return reason
@@ -845,6 +658,7 @@ class Simulator:
     def _advance_capped(self, stop, order, core, cap, backfill) -> int:
         """Priority with caps that fit: the first pass fixed, the backfill repaired."""
         a = self.arrays
+        life = self.lifecycle
         while True:
             live = order[~self.done[order]]
             c, R, _ = first_pass(live, a.src, a.dst, core, cap, self.core_cap, a.ports)
@@ -852,7 +666,7 @@ class Simulator:
             t, reason, self.n_seg, ev = run_capped(
                 self.t, stop, live, a.src, a.dst, a.coflow, a.size, core, c, R, backfill,
                 self.core_cap, self.rem, self.rate, self.done, self.pinned,
-                self.flow_completion, self.left, self.sent, self.coflow_completion,
+                self.flow_completion, life.left, self.sent, life.completion,
                 self.record, self.seg_start, *self._seg, self.n_seg, pairs)
             if not self._ran(t, reason, ev):
                 return reason
@@ -861,6 +675,7 @@ class Simulator:
                       has_limit) -> int:
         """Fair sharing or rate caps: rates recomputed by a scan at every flow completion."""
         a = self.arrays
+        life = self.lifecycle
         running = np.sort(order[self.rate[order] > 0])
         n_running = len(running)
         running = np.concatenate([running, np.zeros(len(order), dtype=np.int64)])
@@ -875,8 +690,8 @@ class Simulator:
             t, reason, self.n_seg, n_running, ev = _run(
                 self.t, stop, order, pos, a.src, a.dst, a.coflow, a.size, core, cap,
                 plan.sharing == "fair", plan.backfill, has_cap, self.core_cap, self.rem,
-                self.rate, self.done, self.pinned, self.flow_completion, self.left,
-                self.sent, limit, has_limit, self.coflow_completion, self.record,
+                self.rate, self.done, self.pinned, self.flow_completion, life.left,
+                self.sent, limit, has_limit, life.completion, self.record,
                 self.seg_start, *self._seg, self.n_seg, tot_in, tot_out, nz, running,
                 n_running, head, plan.rates_fixed)
             if not self._ran(t, reason, ev):

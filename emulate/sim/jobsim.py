@@ -72,13 +72,13 @@ import numpy as np
 
 from controller.compute import ComputePolicy
 from controller.compute.schedule import ComputeSchedule
-from controller.jobrun import JobDriver, KeepCores, job_times, residual_network
+from controller.jobrun import JobDriver, KeepCores, Residual, job_times, residual
 from controller.jobs import JointWorkload
 from controller.model import Coflow, Flow, Workload
 from controller.policies import PolicyError, get_policy
 from controller.policyspec import split_policy
 from emulate.io.records import RunResult, Segments, atomic_write
-from emulate.sim.flowsim import Simulator
+from emulate.sim.flowsim import Simulator, StartPoint
 
 __all__ = ["JointSimulator", "JointResult", "joint_result", "simulate_joint"]
 
@@ -105,8 +105,7 @@ class _Network:
         self.f_done = np.zeros(0)
         self.segs = [[], [], [], [], []]
         self.sim: Simulator | None = None
-        self.local_flows = np.zeros(0, dtype=np.int64)
-        self.local_cof = np.zeros(0, dtype=np.int64)
+        self.residual: Residual | None = None      # what the simulator runs on
         self.rebuilds = 0
         self.events = 0
         self.policy_calls = 0
@@ -136,11 +135,12 @@ class _Network:
         sim = self.sim
         if sim is None:
             return []
-        newly = np.flatnonzero(sim.cdone & np.isnan(self.completion[self.local_cof]))
+        life, cof = sim.lifecycle, self.residual.coflows
+        newly = np.flatnonzero(life.done & np.isnan(self.completion[cof]))
         out = []
         for n in newly:
-            k = int(self.local_cof[n])
-            self.completion[k] = sim.coflow_completion[n]
+            k = int(cof[n])
+            self.completion[k] = life.completion[n]
             out.append(k)
         return out
 
@@ -151,44 +151,37 @@ class _Network:
             return []
         done = self._harvest()
         res = sim.result()                      # closes running segments at sim.t
-        g = self.local_flows
+        g = self.residual.flows
         self.f_rem[g] = sim.rem
         self.f_core[g] = sim.pinned
         self.f_done[g] = sim.flow_completion
-        self.sent[self.local_cof] = sim.sent
+        self.sent[self.residual.coflows] = sim.sent
         if self.record and res.segments is not None:
             s = res.segments
             for col, v in zip(self.segs, (g[s.flow], s.core, s.start, s.end, s.rate_bps)):
                 col.extend(v.tolist())
         self.events += sim.events
         self.policy_calls += sim.policy_calls
-        self.sim = None
+        self.sim = self.residual = None
         return done
 
     def _build(self) -> list[int]:
         """(Re)start the simulator on the residual network at ``self.t``."""
         done = self._retire()
-        jw = self.jw
-        active = [k for k in range(len(jw.coflows))
-                  if self.known[k] and np.isnan(self.completion[k])]
-        if not active:
+        active = self.known & np.isnan(self.completion)
+        if not active.any():
             return done
-        pos = {k: n for n, k in enumerate(active)}
-        left, local = {}, []
-        for k in active:
-            fl = [g for g in self.flows_of[k] if np.isnan(self.f_done[g]) and self.f_rem[g] > 0]
-            local.extend(fl)
-            left[k] = [(self.f_src[g], self.f_dst[g], self.f_rem[g]) for g in fl]
-        w = residual_network(jw, left, self.arcs)
-        gated = [pos[k] for k in active if self.gated[k] and not self.opened[k]]
-        sim = Simulator(w, KeepCores(self.make_policy()), segments=self.record, gated=gated)
+        res = residual(self.jw, self.arcs, active, np.asarray(self.f_cof, dtype=np.int64),
+                       np.asarray(self.f_src, dtype=np.int64),
+                       np.asarray(self.f_dst, dtype=np.int64),
+                       np.where(np.isnan(self.f_done), self.f_rem, 0.0))
+        held = self.gated & ~self.opened
         # resume: absolute time, cores of started flows, bytes each coflow has sent
-        sim.t = self.t
-        self.local_flows = np.array(local, dtype=np.int64)
-        self.local_cof = np.array(active, dtype=np.int64)
-        sim.pinned[:] = self.f_core[self.local_flows]
-        sim.sent[:] = self.sent[self.local_cof]
-        self.sim = sim
+        at = StartPoint(time=self.t, sent=self.sent[res.coflows],
+                        pinned=self.f_core[res.flows])
+        sim = Simulator(res.workload, KeepCores(self.make_policy()), segments=self.record,
+                        gated=np.flatnonzero(held[res.coflows]), start_point=at)
+        self.sim, self.residual = sim, res
         self.rebuilds += 1
         sim.start()
         return done + self._harvest()
@@ -217,7 +210,7 @@ class _Network:
         if rebuild:
             return done + self._build()
         if self.sim is not None:
-            index = {int(k): n for n, k in enumerate(self.local_cof)}
+            index = {int(k): n for n, k in enumerate(self.residual.coflows)}
             for k in ks:
                 if k in index:
                     self.sim.open(index[k])
