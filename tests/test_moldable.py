@@ -371,3 +371,12 @@ def test_generators_distributions():
     s = mixed.time[:, 0] / mixed.time[:, -1]
     big = mixed.time[:, 0] > 6     # mostly the large class: highly parallel
     assert s[big].mean() > 2 * s[mixed.time[:, 0] < 1.5].mean()
+
+
+@pytest.mark.parametrize("module", ["model", "speedup", "schedule", "profile", "dual",
+                                    "knapsack", "demt", "baselines", "bounds", "generators"])
+def test_module_examples_run(module):
+    import doctest
+    import importlib
+    r = doctest.testmod(importlib.import_module(f"controller.moldable.{module}"))
+    assert r.failed == 0 and r.attempted > 0
