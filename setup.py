@@ -12,6 +12,7 @@ setup(
         "controller.lp",
         "controller.policies",
         "controller.compute",
+        "controller.moldable",
         "emulate",
         "emulate.cli",
         "emulate.io",

@@ -5,7 +5,9 @@ Two families of LPs bound the project's schedules from below:
 * the **coflow LPs** (:mod:`controller.lp.coflow`): Chen's LP (1), LP (7), LP (8), over
   flows and coflows on an identical parallel network, solved by a cutting-plane loop;
 * the **compute LPs** (:mod:`controller.compute.lp`): Shafiee & Ghaderi's LP1, LP2, LP3,
-  over tasks, stages and machines, solved in one HiGHS call.
+  over tasks, stages and machines, solved in one HiGHS call;
+* the **moldable LP** (:mod:`controller.moldable.bounds`): Dutot et al.'s interval LP over
+  moldable jobs, solved in one HiGHS call.
 
 Both return an :class:`LPResult`. What every LP has is a field of it (``lp``, ``value``,
 ``status``, ``solution``, ``rounds``, ``seconds``); what only one family has sits in two
@@ -20,6 +22,8 @@ coflow        :class:`CoflowSolution`: ``C̄`` per   :class:`CuttingPlaneDetails
 compute       :class:`StageSolution`: ``C~`` per   :class:`ModelDetails`: variables,
               stage, job; task fractions (LP1,     rows, non-zeros, intervals, weights
               LP2) or stage order (LP3)
+moldable      :class:`IntervalSolution`: ``x_ik``  :class:`ModelDetails` (no intervals)
+              per job and interval, boundaries
 ============  ===================================  =====================================
 
 Examples
@@ -44,7 +48,7 @@ if TYPE_CHECKING:   # pragma: no cover
     from controller.compute.lp import Intervals
 
 __all__ = ["LPResult", "STATUSES", "CoflowSolution", "CuttingPlaneDetails", "StageSolution",
-           "TaskFractions", "StageOrder", "ModelDetails"]
+           "TaskFractions", "StageOrder", "ModelDetails", "IntervalSolution"]
 
 #: ``"optimal"``: solved to optimality (for the coflow LPs: no violated subset inequality
 #: left). ``"round_limit"`` / ``"time_limit"``: a cutting-plane loop stopped early; the
@@ -175,6 +179,27 @@ class ModelDetails:
     weights: np.ndarray | None = field(default=None, repr=False)
 
 
+# ---------------------------------------------------------------------- moldable LP
+@dataclass(frozen=True, eq=False)
+class IntervalSolution:
+    """An optimum of the moldable interval LP: in which interval each job ends.
+
+    Attributes
+    ----------
+    boundaries : float array (K+1,), ``T_0 = 0 < T_1 < ... < T_K`` (seconds); interval
+        ``k`` is ``(T_{k-1}, T_k]`` for ``k = 1..K`` and the last, ``k = K+1``, is
+        ``(T_K, inf)``
+    fractions : float array (n, K+1), ``x_ik``
+    job_completion : float array (n,), the completion each job is credited,
+        ``sum_k c_ik x_ik`` (``c_ik`` the interval's left end, at least the job's
+        shortest time)
+    """
+
+    boundaries: np.ndarray
+    fractions: np.ndarray
+    job_completion: np.ndarray
+
+
 # ---------------------------------------------------------------------- the result
 @dataclass(frozen=True, eq=False)
 class LPResult:
@@ -184,12 +209,13 @@ class LPResult:
     ----------
     lp : str
         ``"LP1"``, ``"LP7"``, ``"LP8"`` (coflow; ``"LP1"`` is Chen's LP (1)) or ``"LP1"``,
-        ``"LP2"``, ``"LP3"`` (compute); ``solution``'s type tells the family.
+        ``"LP2"``, ``"LP3"`` (compute) or ``"moldable-minsum"``; ``solution``'s type
+        tells the family.
     value : float
         The LP optimum: a lower bound on the objective of every schedule of the LP's
         class (coflow LPs: ``sum_k w_k C_k``, ``sum_g omega_g C_g`` or ``max_k C_k`` in
         absolute seconds; compute LPs: ``sum_s w_s C~_s``, with the default stage weights
-        a bound on ``sum_j w_j C_j``).
+        a bound on ``sum_j w_j C_j``; moldable: ``sum_i w_i C_i``).
     status : str, one of :data:`STATUSES`
     solution : CoflowSolution or StageSolution
     rounds : int
@@ -203,7 +229,7 @@ class LPResult:
     lp: str
     value: float
     status: str
-    solution: Union[CoflowSolution, StageSolution]
+    solution: Union[CoflowSolution, StageSolution, IntervalSolution]
     rounds: int
     seconds: float
     details: Union[CuttingPlaneDetails, ModelDetails]
