@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from controller.compute import ComputePolicy, compute_policies
+from controller.compute import compute_policies
 from controller.compute.schedule import ComputeSchedule
 from controller.jobrun import JobDriver, KeepCores, job_times, residual_network
 from controller.jobs import JointWorkload
@@ -429,8 +429,6 @@ class JointSimulator:
         self._make_policy = lambda: get_policy(self.network_name, **opts)
         self.record = segments
         self.driver = JobDriver(jw, self.compute_name)
-        self.cpol: ComputePolicy = self.driver.cpol
-        self.rp = self.driver.rp
         self.net = _Network(jw, self._make_policy, segments, self.driver.gated)
         self.events = 0
         self.t = 0.0
@@ -440,7 +438,8 @@ class JointSimulator:
 
     def _settle(self, t: float) -> None:
         net = self.net
-        self.driver.settle(t, self.rp.stage_done_at(), net.opened, net.completion, self._open)
+        self.driver.settle(t, self.driver.stage_done_at(), net.opened, net.completion,
+                           self._open)
 
     def _finished(self) -> bool:
         return bool(self.driver.stage_done.all() and not np.isnan(self.net.completion).any())
@@ -473,9 +472,9 @@ class JointSimulator:
     # ---------------------------------------------------------------- records
     def _result(self, wall: float) -> JointResult:
         net, drv = self.net, self.driver
-        sched = self.rp.schedule(self.policy, {"replans": self.rp.replans})
+        sched = drv.schedule(self.policy)
         segs = tuple(np.array(x) for x in net.segs) if self.record else None
-        extra = {"replans": self.rp.replans, "placement_probes": drv.probes,
+        extra = {"replans": drv.model.replans, "placement_probes": drv.probes,
                  "network_restarts": net.rebuilds, "network_policy_calls": net.policy_calls,
                  "joint_events": self.events}
         return joint_result(self.jw, self.policy, sched, drv.stage_completion,
