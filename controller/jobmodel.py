@@ -17,7 +17,9 @@ it and an engine never knows which model it runs. They meet in model-neutral ter
   what happens) or reported by the agents (the emulation), which :meth:`JobModel.complete`
   writes back into the model;
 * whether the model's plans are **preemptive** (the emulation stops a running piece at a
-  re-plan, and makes up what a late piece missed);
+  re-plan, and makes up what a late piece missed), and whether a task runs as a **gang**
+  (its pieces with one start run together, the task completes with the last of them;
+  otherwise a task runs one piece at a time);
 * the **capacity** a host's agent is registered with, a task's **demand** and **work** on a
   machine.
 
@@ -33,8 +35,8 @@ it with :func:`register`. A model is one run's stateful shell around its policie
 functions, constructed as ``Model(workload, policy)``; it must provide:
 
 * ``policies()`` (class method): the compute policies it runs;
-* ``preemptive`` (bool) and ``tol`` (time tolerance) attributes, ``replans`` (plans
-  followed so far, for the records);
+* ``preemptive`` and ``gang`` (bool) and ``tol`` (time tolerance) attributes,
+  ``replans`` (plans followed so far, for the records);
 * ``capacity(machine)``, ``demand(task, machine)``, ``work(task, machine)``: what the hosts
   are registered with, and what a piece holds and how long the whole task takes there at
   full speed;
@@ -117,6 +119,7 @@ class JobModel(ABC):
     workload, arrays : the workload and its compute arrays (tasks, stages, machines)
     policy : str
     preemptive : bool, plans may cut a task into pieces and stop a running piece
+    gang : bool, a task's pieces with one start run together (else one at a time)
     tol : float, time tolerance of the run
     replans : int, plans followed so far
     """
@@ -124,6 +127,7 @@ class JobModel(ABC):
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
     preemptive: bool = False
+    gang: bool = False
     tol: float = 1e-9
     replans: int = 0
 

@@ -8,16 +8,19 @@ policy runs in the controller, beside the network policy, through the same
 completes; everything the compute plan started has finished). What differs is where the
 truth comes from:
 
-* **tasks run on the hosts.** Each segment of the compute plan (task, machine, start,
-  end) is sent at its planned start to the agent of that machine's host (machine ``i`` is
-  the host on port ``i``), which admits it against the host's capacity (never exceeded;
-  a segment that does not fit yet waits) and holds the task's demand for the segment's
-  duration times the time scale (:mod:`emulate.slots`). A segment also waits until the
-  predecessor stages of its task have *really* completed, no other segment of the task
-  is still running and none planned before it still waits (a late report never lets
-  precedence, "one machine at a time" or the order of a task's pieces break). At a
-  joint event a preemptive policy's running segments are stopped (the new plan
-  continues the tasks), a non-preemptive policy's run to their end. A piece of a
+* **tasks run on the hosts.** Each piece of the compute plan
+  (:class:`~controller.jobmodel.Piece`: task, machine, start, end) is sent at its planned
+  start to the agent of that machine's host (machine ``i`` is the host on port ``i``),
+  which admits it against the host's capacity (the job model's, never exceeded; a piece
+  that does not fit yet waits) and holds the piece's demand for its duration times the
+  time scale (:mod:`emulate.slots`). A piece also waits until the model lets its task
+  start after what has *really* completed (:meth:`JobModel.earliest_start
+  <controller.jobmodel.JobModel.earliest_start>`: its predecessor stages), no other piece
+  of the task is still running (unless the model runs tasks as gangs) and none planned
+  before it still waits (a late report never lets precedence, "one machine at a time"
+  or the order of a task's pieces break). At a joint event a preemptive policy's
+  running pieces are stopped (the new plan continues the tasks), a non-preemptive
+  policy's run to their end. A piece of a
   preemptive plan ends at its planned end even if it started late, and what it missed
   (or overran) is added to (taken from) the task's later pieces, so no lag builds up
   along a machine and every task still gets its whole work;
@@ -261,7 +264,8 @@ class JointEmulationRun(EmulationRun):
                       cut=None if not cut else seg.cut, debt=float(self.debt[seg.task]))
         self._move(seg, "done")
         joint = False
-        if seg.last and not stopped and not cut:
+        # a task completes with its last piece (a gang's: the last of them to end)
+        if seg.last and not stopped and not cut and not self.n_sending[seg.task]:
             self.task_end[seg.task] = tw
             self.task_machine[seg.task] = seg.machine
             self.decision(event="task_done", task=self.driver.a.task_ids[seg.task],
@@ -366,7 +370,7 @@ class JointEmulationRun(EmulationRun):
         if np.isfinite(wait) and wait > self.now_w() + self.driver.tol:
             self._timer(self.at_w(wait), "task_go", (-1, seg.plan))   # retried then
             return False
-        if self.n_sending[seg.task]:
+        if self.n_sending[seg.task] and not self.driver.model.gang:
             return False
         # pieces of a task run in the plan's order: one waiting ahead keeps this one back
         # (else a late piece could end the task, and the earlier one run after it)
