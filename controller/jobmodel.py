@@ -60,13 +60,13 @@ predecessor tasks' reported ends). Nothing in ``emulate.jobsim`` or
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
+
+from controller.registry import Registry
 
 if TYPE_CHECKING:
     from controller.jobs import JointWorkload
@@ -77,11 +77,11 @@ __all__ = ["Piece", "JobModel", "JobModelError", "register", "job_models", "get_
 #: the model of a joint workload that names none
 DEFAULT_MODEL = "packing"
 
-_REGISTRY: dict[str, type] = {}
-
-
 class JobModelError(ValueError):
     """Unknown job model, or a compute policy the model does not run."""
+
+
+_MODELS = Registry("job models", "controller.jobmodels", JobModelError)
 
 
 @dataclass(frozen=True)
@@ -223,24 +223,13 @@ class JobModel(ABC):
 
 def register(cls):
     """Class decorator: make a job model available by its ``name``."""
-    if not cls.name:
-        raise JobModelError(f"{cls.__name__} has no name")
-    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
-        raise JobModelError(f"two job models are named {cls.name!r}")
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def _load_builtin():
-    import controller.jobmodels as pkg
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        importlib.import_module(f"controller.jobmodels.{mod.name}")
+    return _MODELS.register(cls)
 
 
 def job_models() -> dict[str, type]:
-    """Name -> class of every registered job model, sorted by name."""
-    _load_builtin()
-    return dict(sorted(_REGISTRY.items()))
+    """Name -> class of every registered job model (the built-in ones of
+    ``controller.jobmodels`` loaded), sorted by name."""
+    return _MODELS.classes()
 
 
 def get_job_model(name: str) -> type:

@@ -20,18 +20,19 @@ earliest of
 
 and at each event:
 
-1. **Compute commits** what its current plan did up to now
-   (:class:`~controller.compute.online.Replanner`: preemptive policies cut running tasks
+1. **Compute commits** what its current plan did up to now (the workload's job model,
+   :mod:`controller.jobmodel`; under the default ``packing`` model,
+   :class:`~controller.compute.online.Replanner`: preemptive policies cut running tasks
    and keep their remaining fraction, non-preemptive ones let started tasks run to
    their end as background occupancy).
 2. **Stages** whose tasks are all complete are complete; **coflows** all of whose
    predecessor stages are complete are *opened*: released to the network
    (``Simulator.open``). A run-time shuffle's consumer tasks are placed first and its
    flows made from where its producers finished (the rule of ``controller.jobs``).
-3. **Compute re-plans**: the policy's offline algorithm (``ComputePolicy.plan``) runs on
-   the residual instance of the ready work: tasks of arrived jobs whose stages wait for
-   no incomplete coflow (stages still waiting for other stages are included: the plan
-   orders them). Between events the plan is followed as computed: event-driven policies
+3. **Compute re-plans**: the model plans the ready work (packing: the policy's offline
+   algorithm, ``ComputePolicy.plan``, on its residual instance): tasks of arrived jobs
+   whose stages wait for no incomplete coflow (stages still waiting for other stages are
+   included: the plan orders them). Between events the plan is followed as computed: event-driven policies
    (FIFO, Tetris, JSQ-MW) decide at every task completion inside it, the SynchPack
    algorithms and PSRS follow their orderings; re-planning at arrivals and at stage
    readiness is the policies' online rule (algorithms.md 2.8).

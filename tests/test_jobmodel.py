@@ -189,3 +189,51 @@ def test_the_controller_sends_a_gang_to_every_machine_and_ends_the_task_with_its
     assert np.isnan(run.task_end[0])           # the other piece of the gang still runs
     run._task_done(sent[1][0]["seg"], time.time(), False)
     assert not np.isnan(run.task_end[0]) and run.task_machine[0] == 1
+
+
+@register
+class WholeClusterAfterDelay(WholeCluster):
+    """:class:`WholeCluster` whose tasks start ``delay`` after their predecessors end
+    (a shuffle delay, as the MapReduce server-job model has)."""
+
+    name = "test-whole-cluster-delay"
+    delay = 0.5
+
+    def earliest_start(self, task, task_end):
+        a = self.arrays
+        preds = [x for s in a.stage_preds[a.task_stage[task]] for x in a.stage_tasks[s]]
+        wait = super().earliest_start(task, task_end)
+        return wait if wait == np.inf or not preds else np.max(task_end[preds]) + self.delay
+
+
+def test_the_controller_holds_a_piece_until_the_models_delay_after_its_predecessors(
+        tmp_path):
+    from controller.joint_runtime import JointEmulationRun, _Seg
+    from controller.policies import get_policy
+    from controller.runtime import RunConfig
+
+    class Agent:
+        def __init__(self):
+            self.sent = []
+
+        def send(self, msg):
+            self.sent.append(msg)
+
+    cfg = RunConfig(run_dir=str(tmp_path), api_path=str(tmp_path / "api"), ofp_port=0,
+                    n_hosts=2, n_cores=1)
+    w = dataclasses.replace(hand_example(), model=WholeClusterAfterDelay.name)
+    run = JointEmulationRun(cfg, w, "fifo", lambda: get_policy("fifo"))
+    run.t0 = time.time()
+    run.agents = {h: Agent() for h in range(2)}
+    r = run.driver.a.task_ids.index("r")
+    run.task_end[[run.driver.a.task_ids.index(x) for x in "ab"]] = run.now_w()
+    run.segs[0] = _Seg(r, 0, 0.0, 4.0, True, run.cplan)
+    run.n_state["planned"] += 1
+    run._dispatch(0)                   # its predecessors ended just now: wait 0.5 s
+    assert run.segs[0].state == "blocked" and run.agents[0].sent == []
+    timer = [t for t in run.timers if t.kind == "task_go"]
+    assert [t.data for t in timer] == [(-1, run.cplan)]
+    assert timer[0].at == pytest.approx(run.at_w(run.task_end[0] + 0.5))
+    run.driver.model.delay = 0.0       # as if the timer fired after the delay
+    run._handle([("task_go", timer[0].at, timer[0].data)], False)
+    assert run.segs[0].state == "sent" and [m["seg"] for m in run.agents[0].sent] == [0]

@@ -16,18 +16,18 @@ from __future__ import annotations
 
 import importlib
 import os
-import pkgutil
 import sys
 from typing import ClassVar
 
 from controller.model import Workload
 from controller.plan import Plan, State
-
-_REGISTRY: dict[str, type] = {}
-
+from controller.registry import Registry
 
 class PolicyError(ValueError):
     """Unknown policy name or bad policy options."""
+
+
+_POLICIES = Registry("policies", "controller.policies", PolicyError)
 
 
 class Policy:
@@ -51,24 +51,12 @@ class Policy:
 
 def register(cls):
     """Class decorator: make a policy available by its ``name``."""
-    if not cls.name:
-        raise PolicyError(f"{cls.__name__} has no name")
-    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
-        raise PolicyError(f"two policies are named {cls.name!r}")
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def _load_builtin():
-    import controller.policies as pkg
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        importlib.import_module(f"controller.policies.{mod.name}")
+    return _POLICIES.register(cls)
 
 
 def available() -> dict[str, type]:
     """Name -> class of every registered policy, sorted by name."""
-    _load_builtin()
-    return dict(sorted(_REGISTRY.items()))
+    return _POLICIES.classes()
 
 
 def get_policy(spec: str, **options) -> Policy:
