@@ -32,10 +32,10 @@ and at each event:
 3. **Compute re-plans**: the model plans the ready work (packing: the policy's offline
    algorithm, ``ComputePolicy.plan``, on its residual instance): tasks of arrived jobs
    whose stages wait for no incomplete coflow (stages still waiting for other stages are
-   included: the plan orders them). Between events the plan is followed as computed: event-driven policies
-   (FIFO, Tetris, JSQ-MW) decide at every task completion inside it, the SynchPack
-   algorithms and PSRS follow their orderings; re-planning at arrivals and at stage
-   readiness is the policies' online rule (algorithms.md 2.8).
+   included: the plan orders them). Between events the plan is followed as computed:
+   event-driven policies (FIFO, Tetris, JSQ-MW) decide at every task completion inside
+   it, the SynchPack algorithms and PSRS follow their orderings; re-planning at arrivals
+   and at stage readiness is the policies' online rule (algorithms.md 2.8).
 
 Tasks hold their size of the machine's capacity while they run (the compute engine,
 ``controller.compute.packing``, enforces packing, placement and precedence inside every

@@ -116,6 +116,29 @@ def whole_cluster_example():
     return dataclasses.replace(hand_example(), model=WholeCluster.name)
 
 
+def controller_run(tmp_path, model: str):
+    """The controller's joint run of the hand example under ``model`` (policies fifo),
+    with no network: agents that record what they are sent; the clock started."""
+    from controller.joint_runtime import JointEmulationRun
+    from controller.policies import get_policy
+    from controller.runtime import RunConfig
+
+    class Agent:
+        def __init__(self):
+            self.sent = []
+
+        def send(self, msg):
+            self.sent.append(msg)
+
+    cfg = RunConfig(run_dir=str(tmp_path), api_path=str(tmp_path / "api"), ofp_port=0,
+                    n_hosts=2, n_cores=1)
+    w = dataclasses.replace(hand_example(), model=model)
+    run = JointEmulationRun(cfg, w, "fifo", lambda: get_policy("fifo"))
+    run.t0 = time.time()
+    run.agents = {h: Agent() for h in range(2)}
+    return run
+
+
 def test_a_registered_model_is_found_by_name_beside_the_packing_model():
     models = job_models()
     assert models["packing"].name == "packing" and models[WholeCluster.name] is WholeCluster
@@ -161,23 +184,8 @@ def test_a_workloads_model_round_trips_through_json(tmp_path):
 
 def test_the_controller_sends_a_gang_to_every_machine_and_ends_the_task_with_its_last_piece(
         tmp_path):
-    from controller.joint_runtime import JointEmulationRun
-    from controller.policies import get_policy
-    from controller.runtime import RunConfig
-
-    class Agent:
-        def __init__(self):
-            self.sent = []
-
-        def send(self, msg):
-            self.sent.append(msg)
-
-    cfg = RunConfig(run_dir=str(tmp_path), api_path=str(tmp_path / "api"), ofp_port=0,
-                    n_hosts=2, n_cores=1)
-    run = JointEmulationRun(cfg, whole_cluster_example(), "fifo", lambda: get_policy("fifo"))
+    run = controller_run(tmp_path, WholeCluster.name)
     assert run.register_info(0) == {"capacity": 1.0}
-    run.t0 = time.time()
-    run.agents = {h: Agent() for h in range(2)}
     run._joint_step()
     sent = [run.agents[h].sent for h in range(2)]
     assert [len(x) for x in sent] == [1, 1]
@@ -208,23 +216,8 @@ class WholeClusterAfterDelay(WholeCluster):
 
 def test_the_controller_holds_a_piece_until_the_models_delay_after_its_predecessors(
         tmp_path):
-    from controller.joint_runtime import JointEmulationRun, _Seg
-    from controller.policies import get_policy
-    from controller.runtime import RunConfig
-
-    class Agent:
-        def __init__(self):
-            self.sent = []
-
-        def send(self, msg):
-            self.sent.append(msg)
-
-    cfg = RunConfig(run_dir=str(tmp_path), api_path=str(tmp_path / "api"), ofp_port=0,
-                    n_hosts=2, n_cores=1)
-    w = dataclasses.replace(hand_example(), model=WholeClusterAfterDelay.name)
-    run = JointEmulationRun(cfg, w, "fifo", lambda: get_policy("fifo"))
-    run.t0 = time.time()
-    run.agents = {h: Agent() for h in range(2)}
+    from controller.joint_runtime import _Seg
+    run = controller_run(tmp_path, WholeClusterAfterDelay.name)
     r = run.driver.a.task_ids.index("r")
     run.task_end[[run.driver.a.task_ids.index(x) for x in "ab"]] = run.now_w()
     run.segs[0] = _Seg(r, 0, 0.0, 4.0, True, run.cplan)
