@@ -2,8 +2,12 @@
 
 A joint run (:class:`~controller.jobs.JointWorkload` under ``compute+network``) has two
 halves: the network (coflows, scheduled by a network policy) and the compute (tasks of
-stages, scheduled by a compute policy). :class:`JobDriver` is the compute half and the
-rules that tie the halves together; the engines supply the network and the clock:
+stages, scheduled by a compute policy of the workload's job model,
+:mod:`controller.jobmodel`). :class:`JobDriver` holds the job model and the rules that tie
+the halves together; it talks to the model only through :class:`~controller.jobmodel.JobModel`,
+and the engines talk to the compute side only through the driver and that interface
+(pieces to run, completions, capacities, demands and work). The engines supply the network
+and the clock:
 
 * the joint simulator (``emulate.sim.jobsim``) runs the network in the flow-level simulator
   and takes the compute plan as what happens;
@@ -19,8 +23,8 @@ runs out):
 2. :meth:`JobDriver.settle` completes stages and opens the coflows whose producing
    stages are complete (placing a shuffle's consumer tasks first and making its flows
    from where the producers finished: the rule of ``controller.jobs``);
-3. :meth:`JobDriver.replan` runs the compute policy on the residual instance of the
-   ready work.
+3. :meth:`JobDriver.replan` has the model plan the ready work: the pieces to run
+   (:class:`~controller.jobmodel.Piece`).
 
 A shuffle's flows exist only once it opens, so both engines then restart the network
 policy on the *residual network* (:func:`residual`: the known coflows that are not
@@ -34,8 +38,8 @@ import dataclasses
 import networkx as nx
 import numpy as np
 
-from controller.compute import ComputePolicy, get_compute_policy
-from controller.compute.online import Replanner
+from controller.compute.schedule import ComputeSchedule
+from controller.jobmodel import JobModel, Piece, get_job_model
 from controller.jobs import JointWorkload, shuffle_flows
 from controller.model import Coflow, Flow, Job, Workload
 from controller.policies import Policy
@@ -76,12 +80,14 @@ class JobDriver:
     ----------
     workload : JointWorkload
     compute : str
-        A registered compute policy name.
+        A compute policy of the workload's job model (``workload.model``).
 
     Attributes
     ----------
-    rp : Replanner, the compute plan being followed and the committed work
-    a : ComputeArrays of ``workload.compute``
+    model : JobModel, the compute plan being followed and the committed work
+    a : ComputeArrays of ``workload.compute``, for its structure only (tasks, stages,
+        jobs, machines and their indices); what a task needs of a machine is the model's
+    tol : float, the model's time tolerance
     gated : bool per coflow, waits for producing stages (opened by :meth:`settle`)
     watch : bool per coflow, some stage waits for it (its completion is a joint event)
     gates : bool per compute stage, some coflow waits for it
@@ -90,11 +96,9 @@ class JobDriver:
 
     def __init__(self, workload: JointWorkload, compute: str):
         self.jw = jw = workload
-        self.cpol: ComputePolicy = get_compute_policy(compute)
+        self.model: JobModel = get_job_model(jw.model)(jw, compute)
         a = self.a = jw.compute.arrays
-        self.tol = 1e-9 * max(1.0, float(a.proc[a.allowed].max()) if a.n_tasks else 1.0)
-        self.rp = Replanner(a, self.cpol.plan, preemptive=self.cpol.preemptive,
-                            keep_machine=not self.cpol.migration)
+        self.tol = self.model.tol
         sidx = {s: n for n, s in enumerate(a.stage_ids)}
         cidx = jw.coflow_index
         g = jw.dag
@@ -129,12 +133,25 @@ class JobDriver:
             blocked[s] = (any(np.isnan(coflow_completion[k]) for k in self.stage_cof_preds[s])
                           or any(blocked[p] for p in self.stage_stage_preds[s]))
         arrived = self.job_arrival <= t + self.tol
-        ok = ~self.rp.done & ~blocked[a.task_stage] & arrived[a.task_job]
+        ok = np.isnan(self.model.completion) & ~blocked[a.task_stage] & arrived[a.task_job]
         return np.flatnonzero(ok)
+
+    def stage_done_at(self, task_end: np.ndarray | None = None) -> np.ndarray:
+        """Per stage: the completion of its last task, inf while some task is not complete.
+
+        ``task_end`` per task (nan: not complete): the agents' reports (emulation);
+        default, the model's committed completions (the plan taken as what happens)."""
+        end = self.model.completion if task_end is None else task_end
+        out = np.full(self.a.n_stages, np.inf)
+        for s, ts in enumerate(self.a.stage_tasks):
+            e = end[ts]
+            if not np.isnan(e).any():
+                out[s] = e.max() if len(e) else 0.0
+        return out
 
     def finished_on(self) -> np.ndarray:
         """Per task: machine of its last committed segment (-1 if none)."""
-        seg = self.rp.seg
+        seg = self.model.segments()
         out = np.full(self.a.n_tasks, -1, dtype=np.int64)
         end = np.full(self.a.n_tasks, -np.inf)
         for tk, i, e in zip(seg[0], seg[1], seg[3]):
@@ -144,30 +161,31 @@ class JobDriver:
 
     def place(self, tasks: list[int], t: float, coflow_completion: np.ndarray) -> None:
         """Pin consumer ``tasks`` of shuffles opening at ``t`` to a machine each."""
-        rp = self.rp
-        tasks = [q for q in tasks if rp.pinned[q] < 0]
+        model = self.model
+        tasks = [q for q in tasks if model.placement(q) < 0]
+        # where the policy always runs a task (single-machine placement), it is placed
+        fixed = {q: model.fixed_machine(q) for q in tasks}
+        for q in tasks:
+            if fixed[q] >= 0:
+                model.pin(q, fixed[q])
+        tasks = [q for q in tasks if fixed[q] < 0]
         if not tasks:
-            return
-        if self.cpol.pinned:
-            for q in tasks:
-                rp.pin(q, int(rp.a.fastest[q]))
             return
         # look ahead: where would the policy run them if they could start now, beside the
         # ready work and the consumers already placed that still wait for their shuffle?
-        waiting = np.flatnonzero((rp.pinned >= 0) & ~rp.done)
+        placed = np.array([model.placement(q) for q in range(self.a.n_tasks)], dtype=np.int64)
+        waiting = np.flatnonzero((placed >= 0) & np.isnan(model.completion))
         probe = np.union1d(np.union1d(self.plannable(t, coflow_completion), waiting), tasks)
-        s = rp.plan_at(t, probe, follow=False)
+        pieces = model.plan(t, probe, follow=False)
         self.probes += 1
-        orig = s.arrays.orig_task
         busy = np.zeros((self.a.n_tasks, self.a.n_machines))
         first = {}
-        for j in np.argsort(s.start, kind="stable"):
-            tk, i = int(orig[s.task[j]]), int(s.machine[j])
-            busy[tk, i] += s.end[j] - s.start[j]
-            first.setdefault(tk, i)
+        for p in pieces:
+            busy[p.task, p.machine] += p.end - p.start
+            first.setdefault(p.task, p.machine)
         for q in tasks:
             cands = np.flatnonzero(busy[q] >= busy[q].max() * (1 - 1e-9))
-            rp.pin(q, first[q] if first[q] in cands else int(cands[0]))
+            model.pin(q, first[q] if first[q] in cands else int(cands[0]))
 
     def shuffle_flows(self, k: int, where: np.ndarray) -> tuple:
         """The flows of shuffle ``k`` now (its producers finished, consumers placed);
@@ -175,14 +193,27 @@ class JobDriver:
         a, jw = self.a, self.jw
         producers = [(int(where[q]), jw.output_bytes.get(a.task_ids[q], 0.0))
                      for s in self.cof_stage_preds[k] for q in a.stage_tasks[s]]
-        consumers = [int(self.rp.pinned[q]) for s in self.cof_consumers[k]
+        consumers = [self.model.placement(q) for s in self.cof_consumers[k]
                      for q in a.stage_tasks[s]]
         return shuffle_flows(producers, consumers)
 
     # ---------------------------------------------------------------- joint events
     def commit(self, t: float) -> None:
         """The current compute plan is final up to ``t``."""
-        self.rp.commit(t)
+        self.model.commit(t)
+
+    def complete(self, task_end: np.ndarray, t: float) -> None:
+        """What the agents finished is finished (``task_end`` per task, nan: not reported),
+        whatever the model's plan still counts; a report after ``t`` counts at ``t``."""
+        fin = np.flatnonzero(~np.isnan(task_end) & np.isnan(self.model.completion))
+        if len(fin):
+            self.model.complete(fin, np.minimum(task_end[fin], t))
+
+    def schedule(self, name: str = "") -> ComputeSchedule:
+        """The committed pieces as a schedule over ``workload.compute.arrays``."""
+        return ComputeSchedule.from_segments(self.a, tuple(np.array(x) for x in
+                                                           self.model.segments()),
+                                             name, {"replans": self.model.replans})
 
     def settle(self, t: float, stage_done_at: np.ndarray, opened: np.ndarray,
                coflow_completion: np.ndarray, open_coflows,
@@ -190,7 +221,8 @@ class JobDriver:
         """Complete stages and open coflows, until nothing changes at ``t``.
 
         ``stage_done_at`` per stage is its completion (inf while running): the plan's
-        (simulator) or the agents' reports (emulation); ``finished_on`` per task, the
+        (simulator) or the agents' reports (emulation), :meth:`stage_done_at`;
+        ``finished_on`` per task, the
         machine it finished on, likewise (default: the plan's, :meth:`finished_on`; a
         producer's output is where it really finished, which on the emulation may differ
         from the plan's last piece). ``open_coflows(ks, flows)`` opens
@@ -213,18 +245,18 @@ class JobDriver:
             flows = {k: self.shuffle_flows(k, where) for k in ready if self.is_shuffle[k]}
             open_coflows(ready, flows)
 
-    def replan(self, t: float, coflow_completion: np.ndarray):
+    def replan(self, t: float, coflow_completion: np.ndarray) -> tuple[Piece, ...] | None:
         """Plan the ready work at ``t`` (the new plan is followed until the next commit);
-        returns the schedule, or None when nothing is plannable."""
+        returns its pieces sorted by start, or None when nothing is plannable."""
         tasks = self.plannable(t, coflow_completion)
         if len(tasks):
-            return self.rp.plan_at(t, tasks)
+            return self.model.plan(t, tasks)
         return None
 
     def next_event(self, t: float) -> float:
         """The next joint event compute knows of: the projected completion of a stage
         some coflow waits for, the next job arrival, or the end of the current plan."""
-        proj = self.rp.projected_completion()
+        proj = self.model.projected_completion()
         a = self.a
         nxt = np.inf
         end = -np.inf

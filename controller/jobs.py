@@ -87,6 +87,7 @@ import networkx as nx
 import numpy as np
 
 from controller.compute.model import ComputeJob, ComputeWorkload, Machine, Stage, Task
+from controller.jobmodel import DEFAULT_MODEL
 from controller.model import Coflow, Flow, Job, Workload, WorkloadError, _check_number
 from topologies.fabric import Fabric
 
@@ -146,6 +147,10 @@ class JointWorkload:
     output_bytes : mapping task id -> bytes the task writes for the shuffles after it
     precedence : extra coflow -> coflow arcs (as in the coflow-only format; may cross jobs)
     name : str
+    model : str
+        The job model its compute half runs under (:mod:`controller.jobmodel`): what a
+        task needs of a machine and which compute policies plan it. Default
+        ``"packing"``: tasks packed into machine capacities.
     """
 
     fabric: Fabric
@@ -157,6 +162,7 @@ class JointWorkload:
     output_bytes: Mapping[str, float] = field(default_factory=dict)
     precedence: tuple[tuple[str, str], ...] = ()
     name: str = "joint"
+    model: str = DEFAULT_MODEL
 
     def __post_init__(self):
         for attr in ("machines", "stages", "coflows", "jobs"):
@@ -167,6 +173,9 @@ class JointWorkload:
             raise WorkloadError(f"fabric must be a Fabric, got {self.fabric!r}", field="fabric")
         if not self.machines:
             raise WorkloadError("a joint workload needs at least one machine", field="machines")
+        if not isinstance(self.model, str) or not self.model:
+            raise WorkloadError(f"model must name a job model, got {self.model!r}",
+                                field="model")
         if len(self.machines) > self.fabric.ports:
             raise WorkloadError(
                 f"{len(self.machines)} machines but the fabric has {self.fabric.ports} ports "

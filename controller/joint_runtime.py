@@ -8,16 +8,19 @@ policy runs in the controller, beside the network policy, through the same
 completes; everything the compute plan started has finished). What differs is where the
 truth comes from:
 
-* **tasks run on the hosts.** Each segment of the compute plan (task, machine, start,
-  end) is sent at its planned start to the agent of that machine's host (machine ``i`` is
-  the host on port ``i``), which admits it against the host's capacity (never exceeded;
-  a segment that does not fit yet waits) and holds the task's demand for the segment's
-  duration times the time scale (:mod:`emulate.mininet.slots`). A segment also waits until the
-  predecessor stages of its task have *really* completed, no other segment of the task
-  is still running and none planned before it still waits (a late report never lets
-  precedence, "one machine at a time" or the order of a task's pieces break). At a
-  joint event a preemptive policy's running segments are stopped (the new plan
-  continues the tasks), a non-preemptive policy's run to their end. A piece of a
+* **tasks run on the hosts.** Each piece of the compute plan
+  (:class:`~controller.jobmodel.Piece`: task, machine, start, end) is sent at its planned
+  start to the agent of that machine's host (machine ``i`` is the host on port ``i``),
+  which admits it against the host's capacity (the job model's, never exceeded; a piece
+  that does not fit yet waits) and holds the piece's demand for its duration times the
+  time scale (:mod:`emulate.mininet.slots`). A piece also waits until the model lets its task
+  start after what has *really* completed (:meth:`JobModel.earliest_start
+  <controller.jobmodel.JobModel.earliest_start>`: its predecessor stages), no other piece
+  of the task is still running (unless the model runs tasks as gangs) and none planned
+  before it still waits (a late report never lets precedence, "one machine at a time"
+  or the order of a task's pieces break). At a joint event a preemptive policy's
+  running pieces are stopped (the new plan continues the tasks), a non-preemptive
+  policy's run to their end. A piece of a
   preemptive plan ends at its planned end even if it started late, and what it missed
   (or overran) is added to (taken from) the task's later pieces, so no lag builds up
   along a machine and every task still gets its whole work;
@@ -161,8 +164,8 @@ class JointEmulationRun(EmulationRun):
 
     # ------------------------------------------------------------------ hooks
     def register_info(self, host: int) -> dict:
-        a = self.driver.a
-        return {"capacity": float(a.capacity[host])} if host < a.n_machines else {}
+        drv = self.driver
+        return {"capacity": drv.model.capacity(host)} if host < drv.a.n_machines else {}
 
     def prewarm_pairs(self) -> set:
         """Every ordered pair of machines: shuffles may connect any of them."""
@@ -218,8 +221,9 @@ class JointEmulationRun(EmulationRun):
             elif kind == "task_done":
                 joint |= self._task_done(*data)
             elif kind == "task_go":
-                sid, plan = data
-                if plan == self.cplan and self.segs[sid].state == "planned":
+                sid, plan = data          # sid -1: only the blocked pieces are retried
+                seg = self.segs.get(sid)
+                if plan == self.cplan and seg is not None and seg.state == "planned":
                     self._dispatch(sid)
             elif kind == "joint":
                 joint = True
@@ -245,14 +249,15 @@ class JointEmulationRun(EmulationRun):
             self.ran.append((seg.task, seg.machine, seg.t_start, tw))
             ran = tw - seg.t_start
         cut = not np.isnan(seg.cut)
-        if self.driver.cpol.preemptive and (cut or not seg.last):
+        if self.driver.model.preemptive and (cut or not seg.last):
             # (a cut piece may have run to its end before the stop reached the agent)
             self._owe(seg, ran)
         self.decision(event="task_segment_done", seg=sid, ran=ran, stopped=stopped,
                       cut=None if not cut else seg.cut, debt=float(self.debt[seg.task]))
         self._move(seg, "done")
         joint = False
-        if seg.last and not stopped and not cut:
+        # a task completes with its last piece (a gang's: the last of them to end)
+        if seg.last and not stopped and not cut and not self.n_sending[seg.task]:
             self.task_end[seg.task] = tw
             self.task_machine[seg.task] = seg.machine
             self.decision(event="task_done", task=self.driver.a.task_ids[seg.task],
@@ -268,15 +273,6 @@ class JointEmulationRun(EmulationRun):
         return joint
 
     # ------------------------------------------------------------------ compute
-    def _stage_done_at(self) -> np.ndarray:
-        a = self.driver.a
-        out = np.full(a.n_stages, np.inf)
-        for s, ts in enumerate(a.stage_tasks):
-            e = self.task_end[ts]
-            if not np.isnan(e).any():
-                out[s] = e.max() if len(e) else 0.0
-        return out
-
     def _joint_step(self) -> None:
         """Commit, settle, re-plan the compute side (module docstring).
 
@@ -293,7 +289,7 @@ class JointEmulationRun(EmulationRun):
         self.joint_steps += 1
         t = max(min(max(self.now_w(), 0.0), self.hold_at), self.t_joint)
         self.t_joint = t
-        preemptive = drv.cpol.preemptive
+        preemptive = drv.model.preemptive
         # what the commit below counts as run must run; what it cuts must stop
         tol = drv.tol
         for sid, seg in list(self.segs.items()):
@@ -311,32 +307,25 @@ class JointEmulationRun(EmulationRun):
                 self.agents[seg.machine].send({"op": "task_stop", "id": 0, "seg": sid})
         self.blocked = [x for x in self.blocked if self.segs[x].state == "blocked"]
         drv.commit(t)
-        # what the agents finished is finished, whatever fraction the plan still counts
-        rp = drv.rp
-        fin = ~np.isnan(self.task_end) & ~rp.done
-        rp.done[fin], rp.comp[fin], rp.frac[fin] = True, np.minimum(self.task_end[fin], t), 0.0
-        done_at = self._stage_done_at()
+        drv.complete(self.task_end, t)
+        done_at = drv.stage_done_at(self.task_end)
         drv.settle(t, np.where(np.isfinite(done_at), np.minimum(done_at, t), np.inf),
                    self.opened, self.lifecycle.completion, self._open, self.task_machine)
         tp = time.perf_counter()
-        s = drv.replan(t, self.lifecycle.completion)
+        pieces = drv.replan(t, self.lifecycle.completion)
         self.stats["compute_plan_ms"].append((time.perf_counter() - tp) * 1e3)
         self.hold_at = np.inf
-        if s is not None:
-            self._follow(t, s)
+        if pieces is not None:
+            self._follow(t, pieces)
 
-    def _follow(self, t: float, s) -> None:
-        """Send the new plan's segments at their planned starts."""
+    def _follow(self, t: float, pieces) -> None:
+        """Send the new plan's pieces at their planned starts."""
         self.cplan += 1
-        orig = s.arrays.orig_task
-        tc = s.task_completion
         tol = self.driver.tol
-        if not self.driver.cpol.preemptive:
+        if not self.driver.model.preemptive:
             self.hold_at = self.driver.next_event(t)
-        for j in np.argsort(s.start, kind="stable"):
-            q = int(s.task[j])
-            seg = _Seg(int(orig[q]), int(s.machine[j]), t + float(s.start[j]),
-                       t + float(s.end[j]), bool(s.end[j] >= tc[q] - tol), self.cplan)
+        for p in pieces:
+            seg = _Seg(p.task, p.machine, p.start, p.end, p.last, self.cplan)
             sid = len(self.segs)
             self.segs[sid] = seg
             self.n_state["planned"] += 1
@@ -346,7 +335,7 @@ class JointEmulationRun(EmulationRun):
                 self._dispatch(sid)
             else:
                 self._timer(self.at_w(seg.start), "task_go", (sid, self.cplan))
-        self.decision(event="compute_plan", seq=self.cplan, segments=int(len(s.task)))
+        self.decision(event="compute_plan", seq=self.cplan, segments=len(pieces))
 
     def _move(self, seg: _Seg, state: str) -> None:
         sending = ("sent", "running")
@@ -360,17 +349,20 @@ class JointEmulationRun(EmulationRun):
         run from its planned start to its end (or the cut), plus what it was given to
         make up; what it really ran differs by the latencies. The difference (as a
         fraction of the task) goes to the task's last piece."""
-        p = self.driver.a.proc[seg.task, seg.machine]
+        p = self.driver.model.work(seg.task, seg.machine)
         end = seg.end if np.isnan(seg.cut) else min(seg.end, seg.cut)
         credited = max(0.0, end - seg.start) + seg.extra
         self.debt[seg.task] += (credited - ran) / p
 
     def _can_start(self, seg: _Seg) -> bool:
-        a = self.driver.a
-        for p in a.stage_preds[a.task_stage[seg.task]]:
-            if np.isnan(self.task_end[a.stage_tasks[p]]).any():
-                return False
-        if self.n_sending[seg.task]:
+        # the model's precedence: predecessor stages complete (and, say, a delay after them)
+        wait = self.driver.model.earliest_start(seg.task, self.task_end)
+        if wait == np.inf:
+            return False
+        if np.isfinite(wait) and wait > self.now_w() + self.driver.tol:
+            self._timer(self.at_w(wait), "task_go", (-1, seg.plan))   # retried then
+            return False
+        if self.n_sending[seg.task] and not self.driver.model.gang:
             return False
         # pieces of a task run in the plan's order: one waiting ahead keeps this one back
         # (else a late piece could end the task, and the earlier one run after it)
@@ -383,11 +375,12 @@ class JointEmulationRun(EmulationRun):
             self._move(seg, "blocked")
             self.blocked.append(sid)
             return
-        a = self.driver.a
+        a, model = self.driver.a, self.driver.model
         self._move(seg, "sent")
-        msg = {"op": "task_run", "id": 0, "seg": sid, "demand": float(a.size[seg.task])}
-        p = a.proc[seg.task, seg.machine]
-        if self.driver.cpol.preemptive and not seg.last:
+        msg = {"op": "task_run", "id": 0, "seg": sid,
+               "demand": model.demand(seg.task, seg.machine)}
+        p = model.work(seg.task, seg.machine)
+        if model.preemptive and not seg.last:
             # a piece ends when the plan says, even if it started late (no lag builds up
             # along a machine's pieces); what it missed is owed to the task's last piece,
             # what earlier pieces ran too much is taken off this one
@@ -458,13 +451,13 @@ class JointEmulationRun(EmulationRun):
         out = super().result()
         a = self.arrays
         drv = self.driver
-        sd = self._stage_done_at()
+        sd = drv.stage_done_at(self.task_end)
         out["joint"] = {
             "flows": [a.coflow.tolist(), a.src.tolist(), a.dst.tolist(), a.size.tolist()],
             "coflow_release": self.open_time.tolist(),
             "tasks": [list(x) for x in zip(*self.ran)] if self.ran else [[], [], [], []],
             "stage_completion": [None if not np.isfinite(x) else float(x) for x in sd],
-            "replans": drv.rp.replans, "placement_probes": drv.probes,
+            "replans": drv.model.replans, "placement_probes": drv.probes,
             "network_restarts": self.residual.restarts, "joint_events": self.joint_steps,
         }
         return out

@@ -328,7 +328,7 @@ def test_a_shuffle_is_sent_from_where_its_producers_finished(tmp_path):
     producers = [q for s in drv.cof_stage_preds[k] for q in drv.a.stage_tasks[s]]
     consumers = [q for s in drv.cof_consumers[k] for q in drv.a.stage_tasks[s]]
     for q in consumers:
-        drv.rp.pin(q, 3)
+        drv.model.pin(q, 3)
     for m in (0, 1):
         where = np.full(drv.a.n_tasks, -1)
         where[producers] = m

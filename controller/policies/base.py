@@ -25,11 +25,14 @@ if TYPE_CHECKING:  # annotations only: the registry itself imports no numba
     from controller.model import Workload
     from controller.plan import Plan, State
 
-_REGISTRY: dict[str, type] = {}
+from controller.registry import Registry
 
 
 class PolicyError(ValueError):
     """Unknown policy name or bad policy options."""
+
+
+_POLICIES = Registry("policies", "controller.policies", PolicyError)
 
 
 class Policy:
@@ -53,18 +56,7 @@ class Policy:
 
 def register(cls):
     """Class decorator: make a policy available by its ``name``."""
-    if not cls.name:
-        raise PolicyError(f"{cls.__name__} has no name")
-    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
-        raise PolicyError(f"two policies are named {cls.name!r}")
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def _load_builtin():
-    import controller.policies as pkg
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        importlib.import_module(f"controller.policies.{mod.name}")
+    return _POLICIES.register(cls)
 
 
 @functools.cache
@@ -101,8 +93,7 @@ def catalogue() -> dict[str, tuple[str, str]]:
 
 def available() -> dict[str, type]:
     """Name -> class of every registered policy, sorted by name."""
-    _load_builtin()
-    return dict(sorted(_REGISTRY.items()))
+    return _POLICIES.classes()
 
 
 def load_class(spec: str, what: str = "policy") -> type:
@@ -135,5 +126,5 @@ def get_policy(spec: str, **options) -> Policy:
         if spec not in known:
             raise PolicyError(f"unknown policy {spec!r}; known: {', '.join(known)}")
         importlib.import_module(known[spec][0])   # registers its classes
-        cls = _REGISTRY[spec]
+        cls = _POLICIES.get(spec)
     return cls(**options)

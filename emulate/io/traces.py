@@ -44,6 +44,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from controller.jobmodel import DEFAULT_MODEL
 from controller.model import Coflow, Flow, Job, Workload, WorkloadError
 from emulate.io.records import atomic_write
 from topologies.fabric import Fabric, FabricError
@@ -410,7 +411,9 @@ def joint_from_dict(doc, *, source: str = "<workload>", text: str | None = None,
                              output_bytes=outputs,
                              precedence=tuple(tuple(a) if isinstance(a, list) else a
                                               for a in arcs),
-                             name=name or str(doc.get("name", source)))
+                             name=name or str(doc.get("name", source)),
+                             model=_require(doc, "model", str, "top level", source,
+                                            _line_of(text, '"model"'), DEFAULT_MODEL))
     except WorkloadError as e:
         if e.source is not None and e.line is not None:
             raise
@@ -446,7 +449,7 @@ def joint_to_dict(w) -> dict:
             d["flows"] = [{"src": f.src, "dst": f.dst, "bytes": f.bytes} for f in c.flows]
         return d
 
-    return {
+    doc = {
         "name": w.name, "fabric": fab,
         "machines": [{"id": m.id, "capacity": vec(m.capacity)} for m in w.machines],
         "stages": [{"id": s.id, "tasks": [task(t) for t in s.tasks]} for s in w.stages],
@@ -456,6 +459,9 @@ def joint_to_dict(w) -> dict:
                   "stages": list(j.stages), "coflows": list(j.coflows),
                   "arcs": [list(a) for a in j.arcs]} for j in w.jobs],
     }
+    if w.model != DEFAULT_MODEL:
+        doc["model"] = w.model
+    return doc
 
 
 # ---------------------------------------------------------------------------- FB2010

@@ -21,21 +21,22 @@ earliest of
 
 and at each event:
 
-1. **Compute commits** what its current plan did up to now
-   (:class:`~controller.compute.online.Replanner`: preemptive policies cut running tasks
+1. **Compute commits** what its current plan did up to now (the workload's job model,
+   :mod:`controller.jobmodel`; under the default ``packing`` model,
+   :class:`~controller.compute.online.Replanner`: preemptive policies cut running tasks
    and keep their remaining fraction, non-preemptive ones let started tasks run to
    their end as background occupancy).
 2. **Stages** whose tasks are all complete are complete; **coflows** all of whose
    predecessor stages are complete are *opened*: released to the network
    (``Simulator.open``). A run-time shuffle's consumer tasks are placed first and its
    flows made from where its producers finished (the rule of ``controller.jobs``).
-3. **Compute re-plans**: the policy's offline algorithm (``ComputePolicy.plan``) runs on
-   the residual instance of the ready work: tasks of arrived jobs whose stages wait for
-   no incomplete coflow (stages still waiting for other stages are included: the plan
-   orders them). Between events the plan is followed as computed: event-driven policies
-   (FIFO, Tetris, JSQ-MW) decide at every task completion inside it, the SynchPack
-   algorithms and PSRS follow their orderings; re-planning at arrivals and at stage
-   readiness is the policies' online rule (algorithms.md 2.8).
+3. **Compute re-plans**: the model plans the ready work (packing: the policy's offline
+   algorithm, ``ComputePolicy.plan``, on its residual instance): tasks of arrived jobs
+   whose stages wait for no incomplete coflow (stages still waiting for other stages are
+   included: the plan orders them). Between events the plan is followed as computed:
+   event-driven policies (FIFO, Tetris, JSQ-MW) decide at every task completion inside
+   it, the SynchPack algorithms and PSRS follow their orderings; re-planning at arrivals
+   and at stage readiness is the policies' online rule (algorithms.md 2.8).
 
 Tasks hold their size of the machine's capacity while they run (the compute engine,
 ``controller.compute.packing``, enforces packing, placement and precedence inside every
@@ -70,7 +71,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from controller.compute import ComputePolicy
 from controller.compute.schedule import ComputeSchedule
 from controller.jobrun import JobDriver, KeepCores, Residual, job_times, residual
 from controller.jobs import JointWorkload
@@ -401,8 +401,6 @@ class JointSimulator:
         self._make_policy = lambda: get_policy(self.network_name, **opts)
         self.record = segments
         self.driver = JobDriver(jw, self.compute_name)
-        self.cpol: ComputePolicy = self.driver.cpol
-        self.rp = self.driver.rp
         self.net = _Network(jw, self._make_policy, segments, self.driver.gated)
         self.events = 0
         self.t = 0.0
@@ -412,7 +410,8 @@ class JointSimulator:
 
     def _settle(self, t: float) -> None:
         net = self.net
-        self.driver.settle(t, self.rp.stage_done_at(), net.opened, net.completion, self._open)
+        self.driver.settle(t, self.driver.stage_done_at(), net.opened, net.completion,
+                           self._open)
 
     def _finished(self) -> bool:
         return bool(self.driver.stage_done.all() and not np.isnan(self.net.completion).any())
@@ -445,9 +444,9 @@ class JointSimulator:
     # ---------------------------------------------------------------- records
     def _result(self, wall: float) -> JointResult:
         net, drv = self.net, self.driver
-        sched = self.rp.schedule(self.policy, {"replans": self.rp.replans})
+        sched = drv.schedule(self.policy)
         segs = tuple(np.array(x) for x in net.segs) if self.record else None
-        extra = {"replans": self.rp.replans, "placement_probes": drv.probes,
+        extra = {"replans": drv.model.replans, "placement_probes": drv.probes,
                  "network_restarts": net.rebuilds, "network_policy_calls": net.policy_calls,
                  "joint_events": self.events}
         return joint_result(self.jw, self.policy, sched, drv.stage_completion,
