@@ -34,7 +34,8 @@ Subclass :class:`JobModel` in a module of its own (the built-in ones live in
 it with :func:`register`. A model is one run's stateful shell around its policies' pure
 functions, constructed as ``Model(workload, policy)``; it must provide:
 
-* ``policies()`` (class method): the compute policies it runs;
+* ``policies()`` (class method): the compute policies it runs (``runs(policy)`` says
+  whether it runs a given one; override it to take plug-ins);
 * ``preemptive`` and ``gang`` (bool) and ``tol`` (time tolerance) attributes,
   ``replans`` (plans followed so far, for the records);
 * ``capacity(machine)``, ``demand(task, machine)``, ``work(task, machine)``: what the hosts
@@ -76,6 +77,7 @@ __all__ = ["Piece", "JobModel", "JobModelError", "register", "job_models", "get_
 
 #: the model of a joint workload that names none
 DEFAULT_MODEL = "packing"
+
 
 class JobModelError(ValueError):
     """Unknown job model, or a compute policy the model does not run."""
