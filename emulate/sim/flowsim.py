@@ -19,7 +19,11 @@ Release times and precedence are enforced here, whatever the policy says: only f
 ready coflows are eligible (``controller.lifecycle``, which the controller uses too).
 
 The inner loop (allocate rates, find the next event, advance) runs compiled by numba; the
-policy is called from Python only at coflow-level events, a few per coflow.
+policy is called from Python only at coflow-level events, a few per coflow. The advance
+of a flow that does not finish in a step is written out in ``_run`` and ``_run_fair`` as
+in :func:`emulate.sim.matching.run_matching`, on purpose: a kernel call with array
+arguments costs atomic reference counts per array at every flow and event (see
+:mod:`emulate.sim.matching`).
 
 Examples
 --------
