@@ -20,7 +20,7 @@ ready coflows are eligible (``controller.lifecycle``, which the controller uses 
 
 The inner loop (allocate rates, find the next event, advance) runs compiled by numba; the
 policy is called from Python only at coflow-level events, a few per coflow. The advance
-of a flow that does not finish in a step is written out in ``_run`` and ``_run_fair`` as
+of a flow that does not finish in a step is written out in ``_run`` as
 in :func:`emulate.sim.matching.run_matching`, on purpose: a kernel call with array
 arguments costs atomic reference counts per array at every flow and event (see
 :mod:`emulate.sim.matching`).
