@@ -213,12 +213,15 @@ def test_mars_is_within_three_times_the_lp_per_job(c):
 @given(clusters(max_jobs=4, max_maps=4, max_reduces=3))
 def test_t_mars_tasks_stay_in_their_blocks_and_within_seven_times_the_lp(c):
     a = c.arrays
+    blocks = t_mars(a, compact=False)
     s = t_mars(a)
-    verify(s)
-    b = s.info["blocks"]
+    for x in (blocks, s):
+        verify(x)
+        assert np.all(x.end <= 7 * x.info["lp_completion"] * (1 + TOL) + TOL)
+    b = blocks.info["blocks"]
     lo, hi = b.bounds[b.block - 1], b.bounds[b.block]
-    assert np.all(s.start >= lo - TOL) and np.all(s.end <= hi * (1 + TOL) + TOL)
-    assert np.all(s.end <= 7 * s.info["lp_completion"] * (1 + TOL) + TOL)
+    assert np.all(blocks.start >= lo - TOL) and np.all(blocks.end <= hi * (1 + TOL) + TOL)
+    assert np.all(s.end <= blocks.end + TOL)          # compaction never delays a task
 
 
 def test_so_mars_with_a_huge_interval_is_mars_after_the_last_release():
@@ -282,7 +285,11 @@ def test_prediction_error_perturbs_lengths_and_retime_uses_the_true_ones():
     plan = mars(g.arrays)
     s = retime(c.arrays, plan)
     verify(s)
-    assert np.array_equal(s.machine, plan.machine)
+    kept = retime(c.arrays, plan, keep_machines=True)
+    verify(kept)
+    assert np.array_equal(kept.machine, plan.machine)
+    same = retime(g.arrays, plan)                 # on the planned lengths: a left shift
+    assert np.all(same.end <= plan.end + TOL)
     assert np.array_equal(perturb(c, 0.0).arrays.length, c.arrays.length)
 
 

@@ -288,7 +288,6 @@ def solve_coge(a: MSJOArrays, *, threshold: float = 0.3, cap: int = 20,
     t0 = time.perf_counter()
     sc = _scale(a)
     cp, kappa = _job_lp(a, sc, tol, cap)
-    p = a.length / sc
     pgcs = rounds = 0
     stopped = "round_limit"
     vn = 0
@@ -296,25 +295,24 @@ def solve_coge(a: MSJOArrays, *, threshold: float = 0.3, cap: int = 20,
     while rounds < max_rounds:
         x = cp.solve()
         rounds += 1
-        s = x[:a.n_tasks] - kappa
-        cj = x[a.n_tasks + a.n_jobs:]
+        s = (x[:a.n_tasks] - kappa) * sc          # seconds, as in the returned solution
+        cj = x[a.n_tasks + a.n_jobs:] * sc
         pi = middle_order(a, s)
-        viol, rhs = pgc_violations(_scaled(a, sc), s, pi)
+        viol, rhs = pgc_violations(a, s, pi)
         bad = viol > tol * np.maximum(1.0, np.abs(rhs))
         vn = int(bad.sum())
         # S_NV: delay the suffix from pi(k) where the prefix ending at pi(k) is violated
-        s_nv = _no_violation_starts(p[pi], s[pi], a.machines, tol)
         start_nv = np.empty(a.n_tasks)
-        start_nv[pi] = s_nv
+        start_nv[pi] = _no_violation_starts(a.length[pi], s[pi], a.machines, tol)
         cnv = np.zeros(a.n_jobs)
         red = ~a.is_map
-        np.maximum.at(cnv, a.job[red], start_nv[red] + p[red])
+        np.maximum.at(cnv, a.job[red], start_nv[red] + a.length[red])
         lp_value = float(a.job_weight @ cj)
-        nv_value = float(a.job_weight @ cnv) * sc
+        nv_value = float(a.job_weight @ cnv)
         if vn == 0:
             stopped = "no_violation"
             break
-        if threshold > 0 and lp_value * sc >= (1.0 - threshold) * nv_value:
+        if threshold > 0 and lp_value >= (1.0 - threshold) * nv_value:
             stopped = "threshold"
             break
         # violated local maxima along pi, most violated first
@@ -329,12 +327,6 @@ def solve_coge(a: MSJOArrays, *, threshold: float = 0.3, cap: int = 20,
     return _result("CND-LPP", value, status, sol, rounds, t0, ConstraintGenerationDetails(
         threshold=float(threshold), pgcs=pgcs, violated=vn, stopped=stopped,
         nv_value=nv_value))
-
-
-def _scaled(a: MSJOArrays, sc: float) -> MSJOArrays:
-    """``a`` with lengths in LP units (only what :func:`pgc_violations` reads)."""
-    from dataclasses import replace
-    return replace(a, length=a.length / sc)
 
 
 def _no_violation_starts(p, s, machines: int, tol: float) -> np.ndarray:

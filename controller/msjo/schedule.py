@@ -286,13 +286,19 @@ def graham_schedule(a: MSJOArrays, order, *, tasks=None, begin: float = 0.0,
     return start, machine
 
 
-def retime(true: MSJOArrays, planned: MSJOSchedule, policy: str | None = None) -> MSJOSchedule:
+def retime(true: MSJOArrays, planned: MSJOSchedule, *, keep_machines: bool = False,
+           policy: str | None = None) -> MSJOSchedule:
     """Run a plan made on predicted lengths with the true ones.
 
-    Every machine keeps its sequence of tasks (in planned start order); each task starts
-    as soon as its machine, its release and its maps' outputs (true lengths) allow. Used
-    to evaluate the policies under prediction error.
+    The plan's tasks, in planned start order, are list-scheduled strictly
+    (:func:`list_schedule`) with the true lengths: each on the machine free first (as a
+    dispatcher that hands the next task of the plan to whichever machine becomes idle),
+    or, with ``keep_machines``, on its planned machine. Every task starts as soon as its
+    machine, its release and its maps' outputs allow, so on the true lengths themselves
+    no task ends later than planned (a left shift). Used to evaluate the policies under
+    prediction error, and by T-MarS to compact its block schedule.
     """
     order = np.lexsort((np.arange(true.n_tasks), planned.start))
-    return list_schedule(true, order, assignment=planned.machine,
+    return list_schedule(true, order,
+                         assignment=planned.machine if keep_machines else None,
                          policy=policy or planned.policy, info=planned.info)
