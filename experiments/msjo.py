@@ -1,8 +1,8 @@
 """Reproduce the synthetic comparisons of Ling et al. (MSJO, Section 5; algorithms.md 3.7).
 
 Every figure is a *ratio to the LP lower bound*: ``sum w_j C_j`` over CLS-LPP (job
-level; our strongest bound, all subset constraints, so the ratio is at least what the
-paper's CND-based ratio would be) or ``sum w_u C_u`` over the task-level LP (task
+level; all subset constraints, so at least CND-LPP and the ratio at most what a CND
+denominator gives: 1-2 % lower, the CND/CLS column of ``benchmarks/msjo.py``) or ``sum w_u C_u`` over the task-level LP (task
 level). Sections:
 
 * ``jobs``: random scenario, 50 machines, 10..100 jobs: MarS, MARES, HUWF, HJWF;
