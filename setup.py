@@ -1,25 +1,14 @@
 """Packaging for coflowemu: a coflow emulator with an SDN controller."""
-from setuptools import setup
+from setuptools import find_packages, setup
 
 setup(
     name="coflowemu",
     version="0.1.0",
     description="Network coflow emulator and simulator with an SDN controller",
     python_requires=">=3.11",
-    packages=[
-        "topologies",
-        "controller",
-        "controller.lp",
-        "controller.policies",
-        "controller.compute",
-        "controller.moldable",
-        "emulate",
-        "emulate.cli",
-        "emulate.io",
-        "emulate.mininet",
-        "emulate.sim",
-        "experiments",
-    ],
+    # every package under the four top-level folders (a hand-kept list missed new ones)
+    packages=find_packages(include=["topologies*", "controller*", "emulate*",
+                                    "experiments*"]),
     install_requires=[
         "numpy>=1.26",
         "scipy>=1.11",
