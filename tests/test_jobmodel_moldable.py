@@ -106,6 +106,8 @@ def test_every_moldable_policy_runs_through_the_cli_and_matches_its_schedule(gen
     assert doc["makespan"] == sched.makespan
     assert doc["sum_weighted_completion"] == pytest.approx(sched.minsum, rel=1e-12)
     assert len(segs) == sum(got[t][0] for t in ids)   # one segment per machine held
+    assert {t["id"]: (t["allotment"], t["preemptions"]) for t in doc["tasks"]} == {
+        tid: (got[tid][0], 0) for tid in ids}
 
 
 def test_a_moldable_workload_round_trips_through_json_with_its_tables(generated):

@@ -211,6 +211,8 @@ def _report_joint(w, result, policy_spec, engine, opts, as_json, segments_path, 
     doc = result.to_json(bound, lp.upper() if bound is not None else None)
     if w.model == "moldable":      # the two criteria of the bi-criteria paper
         doc["sum_weighted_completion"] = doc["total_weighted_job_completion"]
+        for t in doc["tasks"]:     # a gang of q pieces, not q - 1 preemptions
+            t["allotment"], t["preemptions"] = t["preemptions"] + 1, 0
     if as_json:
         click.echo(json.dumps(doc))
         return
