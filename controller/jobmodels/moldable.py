@@ -33,7 +33,8 @@ from controller.model import WorkloadError
 from controller.moldable import algorithms, schedule
 from controller.moldable.model import MoldableArrays, MoldableJob, MoldableWorkload
 
-__all__ = ["MoldableModel", "moldable_table", "moldable_instance", "joint_from_moldable"]
+__all__ = ["MoldableModel", "moldable_table", "packing_view", "moldable_instance",
+           "joint_from_moldable"]
 
 
 def moldable_table(task: str, spec: Mapping, machines: int | None = None) -> dict[int, float]:
@@ -65,6 +66,14 @@ def moldable_table(task: str, spec: Mapping, machines: int | None = None) -> dic
     return dict(job.times)
 
 
+def packing_view(table: Mapping[int, float], machines) -> tuple[float, dict[str, float]]:
+    """The ``size`` and ``placement`` a moldable task has where none is given (what the
+    compute arrays need; the model reads the table): the smallest machine's capacity, and
+    every machine at the time of the smallest allotment."""
+    return (min(m.capacity[0] for m in machines),
+            {m.id: float(table[min(table)]) for m in machines})
+
+
 def moldable_instance(workload) -> MoldableArrays:
     """The moldable instance of a joint workload: one job per task of
     ``workload.compute.arrays`` (same order), its job's weight, ``m`` its machines."""
@@ -85,8 +94,8 @@ def joint_from_moldable(mw: MoldableWorkload, fabric, *, name: str | None = None
     stages, jobs = [], []
     for j in mw.jobs:
         table = dict(j.times)
-        stages.append(Stage(f"{j.id}.s", [Task(j.id, 1.0, {m.id: table[min(table)]
-                                                           for m in machines}, 0.0, table)]))
+        size, placement = packing_view(table, machines)
+        stages.append(Stage(f"{j.id}.s", [Task(j.id, size, placement, 0.0, table)]))
         jobs.append(JointJob(j.id, (stages[-1].id,), (), (), j.weight))
     return JointWorkload(fabric, machines, stages, (), jobs, name=name or mw.name,
                          model=MoldableModel.name)

@@ -342,16 +342,12 @@ def joint_from_dict(doc, *, source: str = "<workload>", text: str | None = None,
                 tline = line_of_id(t.get("id")) or line
                 tid = _require(t, "id", str, f"{where} tasks[{k}]", source, tline)
                 tw = f"task {tid!r}"
-                table = None
+                table, view = None, (None, None)
                 if "moldable" in t:
-                    table = _moldable(t, tid, machines, source, tline)
-                size = _number_or_list(_require(
-                    t, "size", None, tw, source, tline,
-                    None if table is None else min(m.capacity[0] for m in machines)),
-                    tw, "size", source, tline)
-                pl = _require(t, "placement", dict, tw, source, tline,
-                              None if table is None else
-                              {m.id: table[min(table)] for m in machines})
+                    table, view = _moldable(t, tid, machines, source, tline)
+                size = _number_or_list(_require(t, "size", None, tw, source, tline, view[0]),
+                                       tw, "size", source, tline)
+                pl = _require(t, "placement", dict, tw, source, tline, view[1])
                 for mid, p in pl.items():
                     if isinstance(p, bool) or not isinstance(p, num):
                         raise WorkloadError(f"{tw}: placement[{mid!r}] must be a processing "
@@ -432,15 +428,17 @@ def joint_from_dict(doc, *, source: str = "<workload>", text: str | None = None,
         raise e.located(source, line) from None
 
 
-def _moldable(t, tid, machines, source, line) -> dict:
+def _moldable(t, tid, machines, source, line) -> tuple:
     """A task's ``moldable`` entry as a table ``{q: seconds}`` (a speedup model expanded
-    for the workload's machines; :func:`controller.jobmodels.moldable.moldable_table`)."""
-    from controller.jobmodels.moldable import moldable_table
+    for the workload's machines; :func:`controller.jobmodels.moldable.moldable_table`)
+    and the (size, placement) it has where the task gives none."""
+    from controller.jobmodels.moldable import moldable_table, packing_view
     spec = _require(t, "moldable", dict, f"task {tid!r}", source, line)
     try:
-        return moldable_table(tid, spec, len(machines))
+        table = moldable_table(tid, spec, len(machines))
     except WorkloadError as e:
         raise e.located(source, line) from None
+    return table, packing_view(table, machines)
 
 
 def joint_to_dict(w) -> dict:
