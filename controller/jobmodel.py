@@ -56,7 +56,9 @@ functions, constructed as ``Model(workload, policy)``; it must provide:
   policy always runs it on (-1: the policy chooses);
 
 and may override :meth:`JobModel.earliest_start` (e.g. a shuffle delay after the
-predecessor tasks' reported ends). Nothing in ``emulate.sim.jobsim`` or
+predecessor tasks' reported ends) and :meth:`JobModel.check_workload` (what a workload
+naming the model must hold; called when the :class:`~controller.jobs.JointWorkload` is
+built, so a reader reports it with file and line). Nothing in ``emulate.sim.jobsim`` or
 ``controller.joint_runtime`` changes for a new model.
 """
 from __future__ import annotations
@@ -152,6 +154,20 @@ class JobModel(ABC):
         """Whether this model runs ``policy``: one of :meth:`policies` (a model that takes
         plug-ins, ``module:Class``, says so here)."""
         return policy in cls.policies()
+
+    @classmethod
+    def check_workload(cls, workload: "JointWorkload") -> None:
+        """Raise :class:`~controller.model.WorkloadError` (naming the task and the field)
+        where ``workload``, which names this model, is not one it runs. Default: no task
+        carries a ``moldable`` table (only the ``moldable`` model reads one)."""
+        from controller.model import WorkloadError
+        for s in workload.stages:
+            for t in s.tasks:
+                if t.moldable is not None:
+                    raise WorkloadError(
+                        f"task {t.id!r} is moldable but the workload's model is "
+                        f"{workload.model!r} (a moldable task belongs in a workload with "
+                        f"\"model\": \"moldable\")", field="moldable")
 
     # ------------------------------------------------------------------ hosts
     @abstractmethod

@@ -150,7 +150,9 @@ class JointWorkload:
     model : str
         The job model its compute half runs under (:mod:`controller.jobmodel`): what a
         task needs of a machine and which compute policies plan it. Default
-        ``"packing"``: tasks packed into machine capacities.
+        ``"packing"``: tasks packed into machine capacities. The model checks the
+        workload on construction (``"moldable"``: every task has a ``moldable`` table,
+        :class:`~controller.compute.model.Task`; other models: none has).
     """
 
     fabric: Fabric
@@ -195,6 +197,18 @@ class JointWorkload:
         # the two halves validate themselves (ports, sizes, placement, machines)
         self.network  # noqa: B018
         self.compute  # noqa: B018
+        self._check_model()
+
+    def _check_model(self):
+        """The job model's own rules (:meth:`JobModel.check_workload
+        <controller.jobmodel.JobModel.check_workload>`); a name no model has is reported
+        when the workload is run."""
+        from controller.jobmodel import JobModelError, get_job_model
+        try:
+            model = get_job_model(self.model)
+        except JobModelError:
+            return
+        model.check_workload(self)
 
     def _check_ids(self):
         seen: dict[str, str] = {}

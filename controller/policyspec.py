@@ -8,6 +8,11 @@ A joint workload (machines, stages, jobs and coflows: ``controller.jobs``) runs 
 plug-in ``package.module:Class``; a plug-in path contains no ``+``, so the spec splits at
 its first ``+`` (``psrs+mymod:MyPolicy``, ``mymod:MyCompute+sebf``).
 
+The compute half is a policy of some job model (:mod:`controller.jobmodel`: the packing
+model's :mod:`controller.compute` policies, the moldable model's ``demt``, ``gang``, ...;
+every registered model's :meth:`~controller.jobmodel.JobModel.policies`); whether the
+workload's model runs it is checked when the run starts.
+
 A spec without ``+`` names one policy:
 
 * a network policy (a registered name, or a ``module:Class`` that is not a
@@ -37,7 +42,7 @@ from controller.compute import compute_policies, is_compute_policy
 from controller.policies import PolicyError
 from controller.policies.base import catalogue
 
-__all__ = ["DEFAULT_COMPUTE", "PolicySpec", "split_policy"]
+__all__ = ["DEFAULT_COMPUTE", "PolicySpec", "split_policy", "model_policies"]
 
 #: compute policy used when a joint workload is run under a plain network policy name
 DEFAULT_COMPUTE = "fifo"
@@ -55,6 +60,20 @@ class PolicySpec(NamedTuple):
 
     compute: str
     network: str | None
+
+
+def model_policies() -> list[str]:
+    """Every built-in compute policy name: the packing policies first, then those of the
+    other registered job models, each name once."""
+    from controller.jobmodel import job_models
+    names = dict.fromkeys(compute_policies())
+    for cls in job_models().values():
+        names.update(dict.fromkeys(cls.policies()))
+    return list(names)
+
+
+def _is_compute(name: str) -> bool:
+    return name in model_policies() or (":" in name and is_compute_policy(name))
 
 
 def split_policy(spec: str) -> PolicySpec:
@@ -78,21 +97,21 @@ def split_policy(spec: str) -> PolicySpec:
             return PolicySpec(DEFAULT_COMPUTE, spec)
         if spec in catalogue():
             return PolicySpec(DEFAULT_COMPUTE, spec)
-        if spec in compute_policies():
+        if spec in model_policies():
             return PolicySpec(spec, None)
         raise PolicyError(f"unknown policy {spec!r}: neither a network policy (known: "
                           f"{', '.join(catalogue())}) nor a compute policy (known: "
-                          f"{', '.join(compute_policies())}); on a joint workload name "
+                          f"{', '.join(model_policies())}); on a joint workload name "
                           f"both as compute+network, e.g. {DEFAULT_COMPUTE}+sebf")
     if not compute:
         raise PolicyError(f"no compute policy in {spec!r} (compute+network, e.g. "
                           f"{DEFAULT_COMPUTE}+{network or 'sebf'})")
-    if not is_compute_policy(compute):
+    if not _is_compute(compute):
         if ":" in compute:
             raise PolicyError(f"{compute!r} in {spec!r} is not a compute policy (subclass "
                               f"controller.compute.ComputePlanner)")
         raise PolicyError(f"unknown compute policy {compute!r} in {spec!r}; known: "
-                          f"{', '.join(compute_policies())}")
+                          f"{', '.join(model_policies())}")
     if not network:
         raise PolicyError(f"no network policy in {spec!r} (compute+network, e.g. "
                           f"{compute}+lp-coflow)")

@@ -27,8 +27,8 @@ from test_jobsim import hand_example
 class WholeCluster(JobModel):
     """Every task holds every machine for its shortest time; one task at a time.
 
-    Its one policy is called ``fifo`` (the joint policy names are checked against the
-    packing policies' names for now)."""
+    Its one policy is called ``fifo`` (a name ``split_policy`` knows as a compute policy
+    of some registered model)."""
 
     name = "test-whole-cluster"
     summary = "a task holds the whole cluster (test model)"

@@ -101,12 +101,19 @@ class Machine:
 
 @dataclass(frozen=True, eq=False)
 class Task:
-    """A task of ``size`` that runs ``placement[machine]`` seconds on a machine of its set."""
+    """A task of ``size`` that runs ``placement[machine]`` seconds on a machine of its set.
+
+    ``moldable`` (optional) is a moldable job's table ``{q: seconds}``: the task may run
+    on ``q`` machines at once for that long (the ``moldable`` job model,
+    :mod:`controller.jobmodels.moldable`; other models ignore it). Validated as a
+    :class:`~controller.moldable.model.MoldableJob` (integer allotments, monotone).
+    """
 
     id: str
     size: tuple[float, ...]
     placement: Mapping[str, float]
     release: float = 0.0
+    moldable: Mapping[int, float] | None = None
 
     def __post_init__(self):
         _check_id(self.id, "task")
@@ -129,6 +136,10 @@ class Task:
             pl[m] = float(p)
         object.__setattr__(self, "placement", MappingProxyType(pl))
         _check_number(self.release, where, "release", minimum=0.0)
+        if self.moldable is not None:
+            from controller.jobmodels.moldable import moldable_table
+            object.__setattr__(self, "moldable",
+                               MappingProxyType(moldable_table(self.id, self.moldable)))
 
 
 @dataclass(frozen=True, eq=False)

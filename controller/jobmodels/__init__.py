@@ -3,4 +3,6 @@ first use by :func:`controller.jobmodel.job_models`.
 
 * :mod:`~controller.jobmodels.packing`: tasks packed into machine capacities, the
   policies of :mod:`controller.compute`.
+* :mod:`~controller.jobmodels.moldable`: moldable jobs holding ``q`` identical machines
+  at once, the algorithms of :mod:`controller.moldable` (DEMT and baselines).
 """

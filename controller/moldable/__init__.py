@@ -24,8 +24,8 @@ below names them::
     sched = schedule(workload, "demt", shuffles=4)
     sched.makespan, sched.minsum
 
-Running these schedules on the engines goes through the job-model seam
-(``controller/jobrun.py``), later.
+The job model ``moldable`` (:mod:`controller.jobmodels.moldable`) runs these schedules on
+the simulator and the emulation (a workload with ``"model": "moldable"``).
 
 References
 ----------

@@ -35,9 +35,11 @@ def _fail(msg: str, code: int = 2):
 def _user_errors() -> tuple:
     """Errors that mean bad input: one line and exit code 2 (imported on the error path
     only, so that a command that never loads a workload never imports the model)."""
+    from controller.jobmodel import JobModelError
     from controller.model import WorkloadError
     from controller.policies import PolicyError
-    return (WorkloadError, PolicyError, UnitError, GeneratorError, click.BadParameter)
+    return (WorkloadError, PolicyError, JobModelError, UnitError, GeneratorError,
+            click.BadParameter)
 
 
 class _Group(click.Group):
@@ -194,17 +196,23 @@ def _report_joint(w, result, policy_spec, engine, opts, as_json, segments_path, 
     import numpy as np
 
     from controller.compute import get_compute_policy
+    from controller.jobmodel import DEFAULT_MODEL
     from controller.jobs import compute_lower_bound
     from controller.policyspec import split_policy
     from emulate.engines import get_engine
     compute, _ = split_policy(policy_spec)
-    lp = get_compute_policy(compute).lower_bound
+    # the compute LPs bound the packing model's schedules only
+    lp = get_compute_policy(compute).lower_bound if w.model == DEFAULT_MODEL else None
     bound = None
-    if lp_bound and sum(len(s.tasks) for s in w.stages) <= 1000:
+    if lp and lp_bound and sum(len(s.tasks) for s in w.stages) <= 1000:
         bound = compute_lower_bound(w, lp).value
     if segments_path:
         result.write_segments(segments_path)
     doc = result.to_json(bound, lp.upper() if bound is not None else None)
+    if w.model == "moldable":      # the two criteria of the bi-criteria paper
+        doc["sum_weighted_completion"] = doc["total_weighted_job_completion"]
+        for t in doc["tasks"]:     # a gang of q pieces, not q - 1 preemptions
+            t["allotment"], t["preemptions"] = t["preemptions"] + 1, 0
     if as_json:
         click.echo(json.dumps(doc))
         return
@@ -342,6 +350,11 @@ def policies():
                "synchpack-3+lp-coflow):")
     for name, p in compute_policies().items():
         click.echo(f"{name:<14}{p.summary}")
+    from controller.jobmodel import DEFAULT_MODEL, job_models
+    for model, cls in job_models().items():
+        if model != DEFAULT_MODEL and not model.startswith("test-"):
+            click.echo(f"\n{model} job model (\"model\": \"{model}\"; {cls.summary}):")
+            click.echo("  ".join(cls.policies()))
 
 
 @main.command()
@@ -369,7 +382,8 @@ def generate(kind, seed, ports, cores, rate, coflows, mean_size, chi, jobs, load
     """Write a seeded synthetic workload (JSON) of one kind.
 
     Kinds: coflows (independent coflows, releases, DAG), jobs (multi-stage coflow jobs),
-    mapreduce (joint: map -> shuffle -> reduce), google (joint, compute only)."""
+    mapreduce (joint: map -> shuffle -> reduce), google (joint, compute only),
+    moldable (joint, moldable jobs: --policy demt)."""
     from emulate.io.generators import generate as make, params_of
     kind = kind or ("jobs" if jobs else "coflows")
     if list_params:

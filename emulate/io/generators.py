@@ -18,6 +18,11 @@ Built-in kinds:
   jobs with packing and placement (:func:`controller.compute.generators.google_like`),
   run with a compute policy alone (``--policy synchpack-3``).
 
+* ``moldable`` -- joint workloads of the ``moldable`` job model: independent moldable
+  jobs, all at 0, of one of the paper's families
+  (:func:`controller.moldable.generators.workload`), run with a moldable algorithm alone
+  (``--policy demt``).
+
 A new job model adds its kind here: one decorated function.
 
 Examples
@@ -156,3 +161,21 @@ def google(seed, *, ports, cores, rate_bps, n_jobs: int = 40,
                      remote_fraction=remote_fraction)
     return joint_from_compute(cw, Fabric(ports, cores, rate_bps),
                               name=f"google-s{seed}-p{ports}-j{n_jobs}")
+
+
+@kind("moldable")
+def moldable(seed, *, ports, cores, rate_bps, n_jobs: int = 20, family: str = "highly"):
+    """Joint workloads of moldable jobs (``"model": "moldable"``): ``n_jobs`` jobs of a
+    family of the bi-criteria paper (weakly, highly, mixed, cirne-berman) on ``ports``
+    identical machines, all at time 0."""
+    from controller.jobmodels.moldable import joint_from_moldable
+    from controller.moldable.generators import FAMILIES, workload
+    from topologies.fabric import Fabric
+    if family not in FAMILIES:
+        raise GeneratorError(f"--param family={family}: known families: "
+                             f"{', '.join(FAMILIES)}")
+    if n_jobs < 1:
+        raise GeneratorError(f"--param n_jobs={n_jobs}: need at least one job")
+    mw = workload(family, n_jobs, ports, seed)
+    return joint_from_moldable(mw, Fabric(ports, cores, rate_bps),
+                               name=f"moldable-{family}-s{seed}-p{ports}-j{n_jobs}")

@@ -342,16 +342,19 @@ def joint_from_dict(doc, *, source: str = "<workload>", text: str | None = None,
                 tline = line_of_id(t.get("id")) or line
                 tid = _require(t, "id", str, f"{where} tasks[{k}]", source, tline)
                 tw = f"task {tid!r}"
-                size = _number_or_list(_require(t, "size", None, tw, source, tline), tw,
-                                       "size", source, tline)
-                pl = _require(t, "placement", dict, tw, source, tline)
+                table, view = None, (None, None)
+                if "moldable" in t:
+                    table, view = _moldable(t, tid, machines, source, tline)
+                size = _number_or_list(_require(t, "size", None, tw, source, tline, view[0]),
+                                       tw, "size", source, tline)
+                pl = _require(t, "placement", dict, tw, source, tline, view[1])
                 for mid, p in pl.items():
                     if isinstance(p, bool) or not isinstance(p, num):
                         raise WorkloadError(f"{tw}: placement[{mid!r}] must be a processing "
                                             f"time in seconds, got {p!r}", source=source,
                                             line=tline, field="placement")
                 tasks.append(Task(tid, size, pl, _require(t, "release", num, tw, source,
-                                                           tline, 0.0)))
+                                                           tline, 0.0), table))
                 if "output_bytes" in t:
                     outputs[tid] = _require(t, "output_bytes", num, tw, source, tline)
             stages.append(Stage(sid, tuple(tasks)))
@@ -425,6 +428,19 @@ def joint_from_dict(doc, *, source: str = "<workload>", text: str | None = None,
         raise e.located(source, line) from None
 
 
+def _moldable(t, tid, machines, source, line) -> tuple:
+    """A task's ``moldable`` entry as a table ``{q: seconds}`` (a speedup model expanded
+    for the workload's machines; :func:`controller.jobmodels.moldable.moldable_table`)
+    and the (size, placement) it has where the task gives none."""
+    from controller.jobmodels.moldable import moldable_table, packing_view
+    spec = _require(t, "moldable", dict, f"task {tid!r}", source, line)
+    try:
+        table = moldable_table(tid, spec, len(machines))
+    except WorkloadError as e:
+        raise e.located(source, line) from None
+    return table, packing_view(table, machines)
+
+
 def joint_to_dict(w) -> dict:
     """The JSON document of a joint workload (inverse of :func:`joint_from_dict`)."""
     fab = {"ports": w.fabric.ports, "cores": w.fabric.cores, "rate_bps": w.fabric.rate_bps}
@@ -435,8 +451,12 @@ def joint_to_dict(w) -> dict:
         return v[0] if len(v) == 1 else list(v)
 
     def task(t):
-        d = {"id": t.id, "size": vec(t.size), "placement": dict(t.placement),
-             "release": t.release}
+        if t.moldable is not None:     # size and placement follow from the table
+            d = {"id": t.id, "moldable": {str(q): p for q, p in t.moldable.items()},
+                 "release": t.release}
+        else:
+            d = {"id": t.id, "size": vec(t.size), "placement": dict(t.placement),
+                 "release": t.release}
         if t.id in w.output_bytes:
             d["output_bytes"] = w.output_bytes[t.id]
         return d
