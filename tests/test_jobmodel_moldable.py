@@ -108,6 +108,29 @@ def test_every_moldable_policy_runs_through_the_cli_and_matches_its_schedule(gen
     assert len(segs) == sum(got[t][0] for t in ids)   # one segment per machine held
     assert {t["id"]: (t["allotment"], t["preemptions"]) for t in doc["tasks"]} == {
         tid: (got[tid][0], 0) for tid in ids}
+    lb = doc["lower_bounds"]                           # both criteria, both bounds
+    assert lb["minsum"] <= doc["sum_weighted_completion"] * (1 + 1e-9)
+    assert lb["makespan"] <= doc["makespan"] * (1 + 1e-9)
+
+
+def test_bound_prints_both_lower_bounds_of_a_moldable_workload(generated):
+    out = coflowemu("bound", generated / "w.json", "--lp", "moldable", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    w = read_workload(str(generated / "w.json"))
+    inst = moldable_instance(w)
+    for policy in algorithms():
+        sched = schedule(inst, policy)
+        assert doc["minsum"] <= sched.minsum * (1 + 1e-9)
+        assert doc["makespan"] <= sched.makespan * (1 + 1e-9)
+    assert doc["lp"] == "moldable" and doc["status"] == "optimal" and doc["seconds"] >= 0
+
+
+def test_bound_moldable_on_a_coflow_workload_exits_2(generated, tmp_path):
+    out = coflowemu("generate", "--ports", 3, "--coflows", 2, "--out", tmp_path / "c.json")
+    assert out.returncode == 0, out.stderr
+    out = coflowemu("bound", tmp_path / "c.json", "--lp", "moldable", "--json")
+    assert out.returncode == 2 and out.stdout == "" and "moldable" in out.stderr
 
 
 def test_a_moldable_workload_round_trips_through_json_with_its_tables(generated):

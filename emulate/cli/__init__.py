@@ -211,6 +211,9 @@ def _report_joint(w, result, policy_spec, engine, opts, as_json, segments_path, 
     doc = result.to_json(bound, lp.upper() if bound is not None else None)
     if w.model == "moldable":      # the two criteria of the bi-criteria paper
         doc["sum_weighted_completion"] = doc["total_weighted_job_completion"]
+        if lp_bound:
+            b = _moldable_bounds(w)
+            doc["lower_bounds"] = {"minsum": b["minsum"], "makespan": b["makespan"]}
         for t in doc["tasks"]:     # a gang of q pieces, not q - 1 preemptions
             t["allotment"], t["preemptions"] = t["preemptions"] + 1, 0
     if as_json:
@@ -286,10 +289,11 @@ def compare(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_
 @main.command()
 @workload_options
 @click.option("--lp", "lp", type=click.Choice(["flow", "coflow", "single", "synchpack-1",
-                                               "synchpack-2", "synchpack-3"]),
+                                               "synchpack-2", "synchpack-3", "moldable"]),
               default="coflow", show_default=True,
               help="LP (1) flow level, LP (7) coflow level, LP (8) single core; on a joint "
-                   "workload the compute LPs LP1, LP2, LP3 of SynchPack-1/2/3.")
+                   "workload the compute LPs LP1, LP2, LP3 of SynchPack-1/2/3; on a "
+                   "moldable workload its minsum LP and makespan bound.")
 @click.option("--objective", type=click.Choice(["weighted", "jobs", "makespan"]),
               default="weighted", show_default=True)
 @click.option("--json", "as_json", is_flag=True)
@@ -299,6 +303,12 @@ def bound(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_re
     from controller.lp.coflow import solve_coflow_lp, solve_flow_lp
     w = load_workload(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time,
                       zero_release, limit)
+    if lp == "moldable" or (is_joint(w) and w.model == "moldable"):
+        doc = _moldable_bounds(w)
+        click.echo(json.dumps(doc) if as_json else
+                   f"moldable: minsum LP {doc['minsum']:.8g}, makespan bound "
+                   f"{doc['makespan']:.8g} ({doc['seconds']:.2f} s)")
+        return
     if lp.startswith("synchpack") or is_joint(w):
         return _compute_bound(w, lp, objective, as_json)
     if not w.fabric.identical:
@@ -314,6 +324,23 @@ def bound(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_re
                f"LP ({ {'flow': 1, 'coflow': 7, 'single': 8}[lp] }) {objective}, "
                f"{m} core(s): value {res.value:.8g} ({res.rounds} rounds, "
                f"{res.details.cuts} cuts, {res.seconds:.2f} s)")
+
+
+def _moldable_bounds(w) -> dict:
+    """The two lower bounds of a moldable workload (algorithms.md 5.3): the minsum interval
+    LP (on ``sum_i w_i C_i``) and the makespan bound (on ``C_max``)."""
+    import time
+
+    from controller.jobmodels.moldable import moldable_instance
+    from controller.moldable.bounds import makespan_bound, minsum_lp
+    if not (is_joint(w) and w.model == "moldable"):
+        raise click.BadParameter("--lp moldable bounds moldable workloads (\"model\": "
+                                 "\"moldable\"; coflowemu generate --kind moldable)")
+    t = time.perf_counter()
+    inst = moldable_instance(w)
+    minsum, makespan = minsum_lp(inst), makespan_bound(inst)
+    return {"lp": "moldable", "minsum": minsum.value, "makespan": makespan.value,
+            "status": minsum.status, "seconds": time.perf_counter() - t}
 
 
 def _compute_bound(w, lp, objective, as_json):
