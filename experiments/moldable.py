@@ -14,7 +14,8 @@ per-run ratios.
 Every record (one per family, jobs, run and algorithm) is kept; after each point the whole
 list is written to ``<out>/moldable.json`` atomically (:func:`emulate.io.records.
 atomic_write`), so a crash loses at most the point in progress. The tables go to
-``<out>/moldable.md`` and standard output.
+``<out>/moldable.md`` and standard output, the plot (ratio against the number of jobs per
+family and criterion, min/max error bars) to ``<out>/moldable.png``.
 
 Run::
 
@@ -126,7 +127,24 @@ def run(cfg: Config, verbose: bool = True) -> tuple[list[dict], str]:
                 print(f"[{time.perf_counter() - t_start:6.1f}s] {fam} {n} jobs", flush=True)
     text = tables(rows, cfg)
     atomic_write(os.path.join(cfg.out, "moldable.md"), text + "\n")
+    plot(rows, cfg, os.path.join(cfg.out, "moldable.png"))
     return rows, text
+
+
+def plot(rows: list[dict], cfg: Config, path: str) -> None:
+    """One panel per family and criterion: ratio against the number of jobs, with the
+    smallest and largest per-run ratio as error bars (the paper's Figures 3-6)."""
+    from experiments.plots import ratio_sweep
+    panels = {}
+    for fam in cfg.families:
+        for crit in ("minsum", "makespan"):
+            lines = {name: [(n, *s) for n in cfg.jobs
+                            if (s := summary(rows, fam, n, name, crit)) is not None]
+                     for name in cfg.algorithms}
+            if any(lines.values()):
+                panels[f"{fam}: {crit}"] = {k: v for k, v in lines.items() if v}
+    ratio_sweep(panels, path, xlabel="jobs",
+                title=f"moldable jobs on m = {cfg.machines}: ratio to the lower bounds")
 
 
 def main(argv=None):

@@ -1,4 +1,5 @@
-"""Plots: CCT distributions of a comparison, per-core timelines (Gantt) of a run.
+"""Plots: CCT distributions of a comparison, per-core timelines (Gantt) of a run, and
+ratios to a lower bound against a swept parameter.
 
 Both write image files (PNG, or anything matplotlib infers from the suffix) with the
 non-interactive Agg backend, atomically (a temporary file renamed into place).
@@ -90,4 +91,44 @@ def gantt(segments: list[dict], path: str, *, by: str = "src", title: str | None
     handles = [plt.Rectangle((0, 0), 1, 1, color=color[c]) for c in coflows[:max_coflows_in_legend]]
     ax.legend(handles, coflows[:max_coflows_in_legend], fontsize=7, ncol=2,
               loc="upper left", bbox_to_anchor=(1.01, 1))
+    _save(fig, path)
+
+
+def ratio_sweep(panels: dict, path: str, *, xlabel: str, title: str | None = None) -> None:
+    """Ratio to a lower bound against a swept parameter, one panel per ``panels`` key.
+
+    ``panels[name][algorithm]`` is a list of ``(x, ratio, low, high)`` (e.g. the ratio of
+    sums over runs, and the smallest and largest per-run ratio): a line through the
+    ratios with error bars from ``low`` to ``high``; log axes (ratios of very different
+    sizes share a panel), x ticks at the swept values.
+    """
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+    n = len(panels)
+    cols = min(n, 4)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.3 * rows), squeeze=False)
+    colors = plt.get_cmap("tab10").colors
+    for ax, (name, lines) in zip(axes.flat, panels.items()):
+        for k, (algo, pts) in enumerate(lines.items()):
+            x, r, lo, hi = (np.array(v, dtype=float) for v in zip(*pts))
+            ax.errorbar(x * (1 + 0.03 * (k - len(lines) / 2)), r, yerr=[r - lo, hi - r],
+                        label=algo, color=colors[k % len(colors)], marker="o", ms=3,
+                        capsize=2, lw=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        xs = sorted({p[0] for pts in lines.values() for p in pts})
+        ax.set_xticks(xs)
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(ScalarFormatter())
+            axis.set_minor_formatter(NullFormatter())
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("ratio to the lower bound")
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
     _save(fig, path)
