@@ -101,6 +101,8 @@ def test_every_moldable_policy_runs_through_the_cli_and_matches_its_schedule(gen
     assert {tid: got[tid][0] for tid in ids} == {tid: int(sched.allotment[k])
                                                  for k, tid in enumerate(ids)}
     jobs = {j["id"]: j["completion"] for j in doc["jobs"]}
+    assert {j["id"]: j["allotment"] for j in doc["jobs"]} == {
+        tid: int(sched.allotment[k]) for k, tid in enumerate(ids)}
     assert jobs == {tid: float(sched.end[k]) for k, tid in enumerate(ids)}
     assert doc["compute_policy"] == policy and doc["network_policy"] is None
     assert doc["makespan"] == sched.makespan

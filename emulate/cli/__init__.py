@@ -216,6 +216,9 @@ def _report_joint(w, result, policy_spec, engine, opts, as_json, segments_path, 
             doc["lower_bounds"] = {"minsum": b["minsum"], "makespan": b["makespan"]}
         for t in doc["tasks"]:     # a gang of q pieces, not q - 1 preemptions
             t["allotment"], t["preemptions"] = t["preemptions"] + 1, 0
+        allot = {t["job"]: t["allotment"] for t in doc["tasks"]}   # one task per job
+        for j in doc["jobs"]:
+            j["allotment"] = allot[j["id"]]
     if as_json:
         click.echo(json.dumps(doc))
         return
