@@ -144,7 +144,7 @@ class MSJOModel(OfflineModel):
         for j in workload.jobs:
             mp, rd = _stages_of(workload, j)
             for t in mp.tasks + rd.tasks:
-                where = f"job {j.id!r} task {t.id!r}"
+                where = f"task {t.id!r} of job {j.id!r}"
                 if set(t.placement) != machines:
                     miss = sorted(machines - set(t.placement))
                     raise WorkloadError(f"{where}: an msjo task runs on every machine; "
@@ -157,7 +157,7 @@ class MSJOModel(OfflineModel):
                                         field="placement")
             for t in rd.tasks:
                 if t.delay:
-                    raise WorkloadError(f"job {j.id!r} task {t.id!r}: a reduce task has no "
+                    raise WorkloadError(f"task {t.id!r} of job {j.id!r}: a reduce task has no "
                                         f"delay (the shuffle delay follows a map task), got "
                                         f"{t.delay!r}", field="delay")
 
