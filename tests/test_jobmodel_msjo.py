@@ -11,11 +11,6 @@ the delay after its maps' reported ends.
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import time
 from collections import defaultdict
 
 import numpy as np
@@ -28,15 +23,10 @@ from controller.msjo.model import Cluster, Job, Task
 from controller.policyspec import PolicySpec, split_policy
 from emulate.io.traces import joint_to_dict, read_workload
 from emulate.sim.jobsim import simulate_joint
+from jobmodel_helpers import coflowemu, run_generated, controller_run, write_lines
 from topologies.fabric import Fabric
 
-BIN = os.path.join(os.path.dirname(sys.executable), "coflowemu")
 TOL = 1e-9
-
-
-def coflowemu(*args, timeout=600) -> subprocess.CompletedProcess:
-    return subprocess.run([BIN, *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
 
 
 @pytest.fixture(scope="module")
@@ -84,13 +74,7 @@ def verify(segs: list[dict], w) -> dict:
 
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 def test_every_msjo_policy_runs_through_the_cli_and_matches_its_schedule(generated, policy):
-    seg = generated / f"{policy}.jsonl"
-    out = coflowemu("run", generated / "w.json", "--policy", policy, "--json",
-                    "--segments", seg)
-    assert out.returncode == 0, out.stderr
-    doc = json.loads(out.stdout)                       # one JSON document, nothing else
-    w = read_workload(str(generated / "w.json"))
-    segs = [json.loads(x) for x in seg.read_text().splitlines()]
+    doc, w, segs = run_generated(generated, policy)
     got = verify(segs, w)
     cluster, order = msjo_cluster(w)
     sched = get_policy(policy)(cluster.arrays)
@@ -151,29 +135,6 @@ def msjo_doc(maps: list[dict], reduces: list[dict], **job) -> dict:
     return doc
 
 
-def write_lines(path, doc: dict) -> None:
-    """``doc`` as JSON with every task and job on a line of its own (line numbers)."""
-    lines = ["{"]
-    for key, value in doc.items():
-        if key in ("stages", "jobs"):
-            lines.append(f' "{key}": [')
-            for s in value:
-                if key == "stages":
-                    lines.append(f'  {{"id": {json.dumps(s["id"])}, "tasks": [')
-                    lines += [f"   {json.dumps(t)}," for t in s["tasks"]]
-                    lines[-1] = lines[-1].rstrip(",")
-                    lines.append("  ]},")
-                else:
-                    lines.append(f"  {json.dumps(s)},")
-            lines[-1] = lines[-1].rstrip(",")
-            lines.append(" ],")
-        else:
-            lines.append(f" {json.dumps(key)}: {json.dumps(value)},")
-    lines[-1] = lines[-1].rstrip(",")
-    lines.append("}")
-    path.write_text("\n".join(lines) + "\n")
-
-
 def task(tid, p=2.0, **kw) -> dict:
     return {"id": tid, "size": 1.0, "placement": {"m0": p, "m1": p}, **kw}
 
@@ -222,23 +183,9 @@ def test_a_delay_outside_an_msjo_workload_is_a_user_error(tmp_path):
 # ------------------------------------------------------------------------- controller
 def test_the_controller_holds_a_reduce_until_the_delay_after_its_maps_reported_ends(
         tmp_path):
-    from controller.joint_runtime import JointEmulationRun, _Seg
-    from controller.policies import get_policy as network_policy
-    from controller.runtime import RunConfig
-
-    class Agent:
-        def __init__(self):
-            self.sent = []
-
-        def send(self, msg):
-            self.sent.append(msg)
-
-    cfg = RunConfig(run_dir=str(tmp_path), api_path=str(tmp_path / "api"), ofp_port=0,
-                    n_hosts=2, n_cores=1)
-    w = joint_from_msjo(small_cluster(), Fabric(2, 1, 1e9))
-    run = JointEmulationRun(cfg, w, "mars", lambda: network_policy("fifo"))
-    run.t0 = time.time()
-    run.agents = {h: Agent() for h in range(2)}
+    from controller.joint_runtime import _Seg
+    run = controller_run(tmp_path, joint_from_msjo(small_cluster(), Fabric(2, 1, 1e9)),
+                         "mars")
     assert run.register_info(0) == {"capacity": 1.0}
     ids = run.driver.a.task_ids
     r, m0, m1 = ids.index("j0.r0"), ids.index("j0.m0"), ids.index("j0.m1")

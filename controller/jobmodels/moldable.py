@@ -155,12 +155,6 @@ class MoldableModel(OfflineModel):
                                     f"(moldable jobs are independent)", field="arcs")
 
     # ------------------------------------------------------------------ hosts
-    def capacity(self, machine: int) -> float:
-        return 1.0
-
-    def demand(self, task: int, machine: int) -> float:
-        return 1.0
-
     def work(self, task: int, machine: int) -> float:
         return float(self.schedule.length[task])
 

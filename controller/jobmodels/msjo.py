@@ -162,12 +162,6 @@ class MSJOModel(OfflineModel):
                                         f"{t.delay!r}", field="delay")
 
     # ------------------------------------------------------------------ hosts
-    def capacity(self, machine: int) -> float:
-        return 1.0
-
-    def demand(self, task: int, machine: int) -> float:
-        return 1.0
-
     def work(self, task: int, machine: int) -> float:
         return float(self.length[task])
 

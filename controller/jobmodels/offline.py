@@ -7,7 +7,10 @@ for. :class:`OfflineModel` is the shared stateful shell (completions, committed 
 pins, the current plan); a subclass says only how the schedule is made and cut into
 :class:`~controller.jobmodel.Piece` objects (:meth:`OfflineModel.pieces`).
 Non-preemptive: a piece that has started is committed with its planned end, and a task
-completes with its pieces (a gang's share one start and one end).
+completes with its pieces (a gang's share one start and one end). Every piece holds a
+whole machine: the hosts are registered with capacity 1 and a piece demands 1 (a model
+whose pieces share machines overrides :meth:`OfflineModel.capacity` and
+:meth:`OfflineModel.demand`).
 """
 from __future__ import annotations
 
@@ -40,6 +43,13 @@ class OfflineModel(JobModel):
     def pieces(self, tasks: list[int]) -> list[Piece]:
         """The schedule's pieces of ``tasks`` (indices in ``workload.compute.arrays``)."""
         raise NotImplementedError
+
+    # ------------------------------------------------------------------ hosts
+    def capacity(self, machine: int) -> float:
+        return 1.0
+
+    def demand(self, task: int, machine: int) -> float:
+        return 1.0
 
     # ------------------------------------------------------------------ state
     @property
