@@ -75,10 +75,14 @@ if TYPE_CHECKING:
     from controller.jobs import JointWorkload
 
 __all__ = ["Piece", "JobModel", "JobModelError", "register", "job_models", "get_job_model",
-           "DEFAULT_MODEL"]
+           "DEFAULT_MODEL", "MODEL_FIELDS"]
 
 #: the model of a joint workload that names none
 DEFAULT_MODEL = "packing"
+
+#: task fields only one model reads: field -> (that model, what the field is)
+MODEL_FIELDS = {"moldable": ("moldable", "is moldable"),
+                "delay": ("msjo", "has a shuffle delay")}
 
 
 class JobModelError(ValueError):
@@ -159,15 +163,17 @@ class JobModel(ABC):
     def check_workload(cls, workload: "JointWorkload") -> None:
         """Raise :class:`~controller.model.WorkloadError` (naming the task and the field)
         where ``workload``, which names this model, is not one it runs. Default: no task
-        carries a ``moldable`` table (only the ``moldable`` model reads one)."""
+        carries a field only another model reads (:data:`MODEL_FIELDS`: a ``moldable``
+        table, a shuffle ``delay``); a model that overrides this calls it first."""
         from controller.model import WorkloadError
         for s in workload.stages:
             for t in s.tasks:
-                if t.moldable is not None:
-                    raise WorkloadError(
-                        f"task {t.id!r} is moldable but the workload's model is "
-                        f"{workload.model!r} (a moldable task belongs in a workload with "
-                        f"\"model\": \"moldable\")", field="moldable")
+                for fld, (owner, what) in MODEL_FIELDS.items():
+                    if owner != cls.name and getattr(t, fld) not in (None, 0, 0.0):
+                        raise WorkloadError(
+                            f"task {t.id!r} {what} but the workload's model is "
+                            f"{workload.model!r} (a {fld!r} task belongs in a workload with "
+                            f"\"model\": \"{owner}\")", field=fld)
 
     # ------------------------------------------------------------------ hosts
     @abstractmethod

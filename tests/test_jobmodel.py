@@ -20,6 +20,7 @@ from controller.jobmodel import (JobModel, JobModelError, Piece, get_job_model, 
 from controller.model import WorkloadError
 from emulate.sim.jobsim import simulate_joint
 from emulate.io.traces import joint_to_dict, read_workload, write_json
+from jobmodel_helpers import controller_run as joint_controller_run
 from test_jobsim import hand_example
 
 
@@ -119,24 +120,8 @@ def whole_cluster_example():
 def controller_run(tmp_path, model: str):
     """The controller's joint run of the hand example under ``model`` (policies fifo),
     with no network: agents that record what they are sent; the clock started."""
-    from controller.joint_runtime import JointEmulationRun
-    from controller.policies import get_policy
-    from controller.runtime import RunConfig
-
-    class Agent:
-        def __init__(self):
-            self.sent = []
-
-        def send(self, msg):
-            self.sent.append(msg)
-
-    cfg = RunConfig(run_dir=str(tmp_path), api_path=str(tmp_path / "api"), ofp_port=0,
-                    n_hosts=2, n_cores=1)
-    w = dataclasses.replace(hand_example(), model=model)
-    run = JointEmulationRun(cfg, w, "fifo", lambda: get_policy("fifo"))
-    run.t0 = time.time()
-    run.agents = {h: Agent() for h in range(2)}
-    return run
+    return joint_controller_run(tmp_path, dataclasses.replace(hand_example(), model=model),
+                                "fifo")
 
 
 def test_a_registered_model_is_found_by_name_beside_the_packing_model():

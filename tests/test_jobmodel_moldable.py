@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections import defaultdict
 
 import pytest
@@ -24,14 +22,9 @@ from controller.moldable.speedup import table
 from controller.policyspec import PolicySpec, split_policy
 from emulate.io.traces import joint_to_dict, read_workload
 from emulate.sim.jobsim import simulate_joint
+from jobmodel_helpers import coflowemu, run_generated, write_lines
 
-BIN = os.path.join(os.path.dirname(sys.executable), "coflowemu")
 TOL = 1e-9
-
-
-def coflowemu(*args, timeout=600) -> subprocess.CompletedProcess:
-    return subprocess.run([BIN, *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
 
 
 @pytest.fixture(scope="module")
@@ -86,13 +79,7 @@ def verify(segs: list[dict], w) -> dict:
 @pytest.mark.parametrize("policy", algorithms())
 def test_every_moldable_policy_runs_through_the_cli_and_matches_its_schedule(generated,
                                                                              policy):
-    seg = generated / f"{policy}.jsonl"
-    out = coflowemu("run", generated / "w.json", "--policy", policy, "--json",
-                    "--segments", seg)
-    assert out.returncode == 0, out.stderr
-    doc = json.loads(out.stdout)                       # one JSON document, nothing else
-    w = read_workload(str(generated / "w.json"))
-    segs = [json.loads(x) for x in seg.read_text().splitlines()]
+    doc, w, segs = run_generated(generated, policy)
     got = verify(segs, w)
     sched = schedule(moldable_instance(w), policy)
     ids = w.compute.arrays.task_ids
@@ -177,22 +164,6 @@ def moldable_doc(tasks: list[dict], model: str | None = "moldable") -> dict:
     if model:
         doc["model"] = model
     return doc
-
-
-def write_lines(path, doc: dict) -> None:
-    """``doc`` as JSON with every task on a line of its own (the reader's line numbers)."""
-    lines = ["{"]
-    for key, value in doc.items():
-        if key == "stages":
-            lines.append(' "stages": [')
-            lines += [f"  {json.dumps(s)}," for s in value]
-            lines[-1] = lines[-1].rstrip(",")
-            lines.append(" ],")
-        else:
-            lines.append(f" {json.dumps(key)}: {json.dumps(value)},")
-    lines[-1] = lines[-1].rstrip(",")
-    lines.append("}")
-    path.write_text("\n".join(lines) + "\n")
 
 
 GOOD = {"id": "t0", "moldable": {"1": 4.0, "2": 2.5}}

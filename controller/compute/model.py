@@ -107,6 +107,10 @@ class Task:
     on ``q`` machines at once for that long (the ``moldable`` job model,
     :mod:`controller.jobmodels.moldable`; other models ignore it). Validated as a
     :class:`~controller.moldable.model.MoldableJob` (integer allotments, monotone).
+
+    ``delay`` (seconds, >= 0, default 0) is a map task's shuffle delay: no task of a
+    successor stage starts before ``delay`` after this task ends (the ``msjo`` job model,
+    :mod:`controller.jobmodels.msjo`; other models allow no delay).
     """
 
     id: str
@@ -114,6 +118,7 @@ class Task:
     placement: Mapping[str, float]
     release: float = 0.0
     moldable: Mapping[int, float] | None = None
+    delay: float = 0.0
 
     def __post_init__(self):
         _check_id(self.id, "task")
@@ -136,6 +141,7 @@ class Task:
             pl[m] = float(p)
         object.__setattr__(self, "placement", MappingProxyType(pl))
         _check_number(self.release, where, "release", minimum=0.0)
+        _check_number(self.delay, where, "delay", minimum=0.0)
         if self.moldable is not None:
             from controller.jobmodels.moldable import moldable_table
             object.__setattr__(self, "moldable",

@@ -5,4 +5,9 @@ first use by :func:`controller.jobmodel.job_models`.
   policies of :mod:`controller.compute`.
 * :mod:`~controller.jobmodels.moldable`: moldable jobs holding ``q`` identical machines
   at once, the algorithms of :mod:`controller.moldable` (DEMT and baselines).
+* :mod:`~controller.jobmodels.msjo`: MapReduce jobs of whole-server tasks with shuffle
+  delays, the policies of :mod:`controller.msjo` (MarS, T-MarS, SO-MarS and baselines).
+
+:mod:`~controller.jobmodels.offline` is the shell the offline models share (one schedule
+made on construction, every plan a part of it).
 """

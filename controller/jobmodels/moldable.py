@@ -26,9 +26,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-import numpy as np
-
-from controller.jobmodel import JobModel, Piece, register
+from controller.jobmodel import Piece, register
+from controller.jobmodels.offline import OfflineModel
 from controller.model import WorkloadError
 from controller.moldable import algorithms, schedule
 from controller.moldable.model import MoldableArrays, MoldableJob, MoldableWorkload
@@ -102,7 +101,7 @@ def joint_from_moldable(mw: MoldableWorkload, fabric, *, name: str | None = None
 
 
 @register
-class MoldableModel(JobModel):
+class MoldableModel(OfflineModel):
     """Moldable jobs on identical machines, one offline schedule; see the module docstring.
 
     Attributes
@@ -113,19 +112,12 @@ class MoldableModel(JobModel):
 
     name = "moldable"
     summary = "moldable jobs holding q identical machines at once (DEMT and baselines)"
-    preemptive = False
     gang = True
 
     def __init__(self, workload, policy: str):
         super().__init__(workload, policy)
         self.instance = moldable_instance(workload)
         self.schedule = schedule(self.instance, policy)
-        n = self.arrays.n_tasks
-        self.comp = np.full(n, np.nan)
-        self.pinned = np.full(n, -1, dtype=np.int64)
-        self.seg: list[list] = [[], [], [], []]
-        self.current: tuple[Piece, ...] = ()
-        self.replans = 0
 
     @classmethod
     def policies(cls) -> list[str]:
@@ -134,7 +126,8 @@ class MoldableModel(JobModel):
     @classmethod
     def check_workload(cls, workload) -> None:
         """Every task moldable with allotments at most the machines, released at 0; every
-        job one stage of one task that nothing precedes."""
+        job one stage of one task that nothing precedes; no other model's field."""
+        super().check_workload(workload)
         m = len(workload.machines)
         for s in workload.stages:
             for t in s.tasks:
@@ -162,58 +155,12 @@ class MoldableModel(JobModel):
                                     f"(moldable jobs are independent)", field="arcs")
 
     # ------------------------------------------------------------------ hosts
-    def capacity(self, machine: int) -> float:
-        return 1.0
-
-    def demand(self, task: int, machine: int) -> float:
-        return 1.0
-
     def work(self, task: int, machine: int) -> float:
         return float(self.schedule.length[task])
 
-    # ------------------------------------------------------------------ state
-    @property
-    def completion(self) -> np.ndarray:
-        return self.comp
-
-    def projected_completion(self) -> np.ndarray:
-        out = np.where(np.isnan(self.comp), np.inf, self.comp)
-        for pc in self.current:
-            if np.isnan(self.comp[pc.task]):
-                out[pc.task] = pc.end
-        return out
-
-    def segments(self) -> tuple:
-        return self.seg
-
-    def placement(self, task: int) -> int:
-        return int(self.pinned[task])
-
-    def pin(self, task: int, machine: int) -> None:
-        self.pinned[task] = machine
-
     # ------------------------------------------------------------------ steps
-    def plan(self, t: float, tasks, follow: bool = True) -> tuple[Piece, ...]:
-        """The schedule's gangs of ``tasks`` (it was made offline, at 0)."""
+    def pieces(self, tasks: list[int]) -> list[Piece]:
+        """The schedule's gangs of ``tasks``: one piece per machine of a job's set."""
         s = self.schedule
-        pieces = [Piece(q, int(i), float(s.start[q]), float(s.end[q]), 1.0,
-                        float(s.length[q]), True)
-                  for q in sorted(int(x) for x in tasks) for i in s.machines[q]]
-        pieces.sort(key=lambda pc: (pc.start, pc.task, pc.machine))
-        if follow:
-            self.current = tuple(pieces)
-            self.replans += 1
-        return tuple(pieces)
-
-    def commit(self, t: float) -> None:
-        started = [pc for pc in self.current
-                   if pc.start < t - self.tol and np.isnan(self.comp[pc.task])]
-        for pc in started:          # a whole gang: its pieces share start and end
-            for col, v in zip(self.seg, (pc.task, pc.machine, pc.start, pc.end)):
-                col.append(v)
-        for pc in started:
-            self.comp[pc.task] = pc.end
-        self.current = tuple(pc for pc in self.current if pc.start >= t - self.tol)
-
-    def complete(self, tasks, times) -> None:
-        self.comp[tasks] = times
+        return [Piece(q, int(i), float(s.start[q]), float(s.end[q]), 1.0,
+                      float(s.length[q]), True) for q in tasks for i in s.machines[q]]

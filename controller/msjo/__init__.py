@@ -19,8 +19,9 @@ Every policy is a pure function ``policy(arrays, **options) -> MSJOSchedule``;
     from controller.msjo import get_policy
     sched = get_policy("mars")(cluster.arrays)
 
-The engines (simulator, emulation) will run these through the job-model seam; nothing
-here knows an engine.
+The engines (simulator, emulation) run these through the job-model seam
+(:mod:`controller.jobmodels.msjo`, a workload with ``"model": "msjo"``); nothing here
+knows an engine.
 """
 from __future__ import annotations
 

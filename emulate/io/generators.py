@@ -22,6 +22,10 @@ Built-in kinds:
   jobs, all at 0, of one of the paper's families
   (:func:`controller.moldable.generators.workload`), run with a moldable algorithm alone
   (``--policy demt``).
+* ``msjo`` -- joint workloads of the ``msjo`` job model: MapReduce jobs of whole-server
+  map and reduce tasks with shuffle delays, the paper's synthetic scenarios
+  (:func:`controller.msjo.generators.synthetic`), run with an MSJO policy alone
+  (``--policy mars``).
 
 A new job model adds its kind here: one decorated function.
 
@@ -179,3 +183,25 @@ def moldable(seed, *, ports, cores, rate_bps, n_jobs: int = 20, family: str = "h
     mw = workload(family, n_jobs, ports, seed)
     return joint_from_moldable(mw, Fabric(ports, cores, rate_bps),
                                name=f"moldable-{family}-s{seed}-p{ports}-j{n_jobs}")
+
+
+@kind("msjo")
+def msjo(seed, *, ports, cores, rate_bps, scenario: str = "uniform", n_jobs: int = 10,
+         delay_factor: float = 0.1):
+    """Joint workloads of MapReduce server jobs (``"model": "msjo"``): ``n_jobs`` jobs of
+    the MSJO paper's ``uniform`` or ``random`` scenario (Bernoulli arrivals, map tasks
+    with shuffle delay ``delay_factor`` times their length) on ``ports`` machines."""
+    from controller.jobmodels.msjo import joint_from_msjo
+    from controller.msjo.generators import SCENARIOS, synthetic
+    from topologies.fabric import Fabric
+    if scenario not in SCENARIOS:
+        raise GeneratorError(f"--param scenario={scenario}: known scenarios: "
+                             f"{', '.join(SCENARIOS)}")
+    if n_jobs < 1:
+        raise GeneratorError(f"--param n_jobs={n_jobs}: need at least one job")
+    if not delay_factor >= 0:
+        raise GeneratorError(f"--param delay_factor={delay_factor}: must be >= 0")
+    cluster = synthetic(n_jobs, scenario=scenario, machines=ports,
+                        delay_factor=delay_factor, seed=seed)
+    return joint_from_msjo(cluster, Fabric(ports, cores, rate_bps),
+                           name=f"msjo-{scenario}-s{seed}-p{ports}-j{n_jobs}")

@@ -354,7 +354,8 @@ def joint_from_dict(doc, *, source: str = "<workload>", text: str | None = None,
                                             f"time in seconds, got {p!r}", source=source,
                                             line=tline, field="placement")
                 tasks.append(Task(tid, size, pl, _require(t, "release", num, tw, source,
-                                                           tline, 0.0), table))
+                                                           tline, 0.0), table,
+                                  delay=_require(t, "delay", num, tw, source, tline, 0.0)))
                 if "output_bytes" in t:
                     outputs[tid] = _require(t, "output_bytes", num, tw, source, tline)
             stages.append(Stage(sid, tuple(tasks)))
@@ -457,6 +458,8 @@ def joint_to_dict(w) -> dict:
         else:
             d = {"id": t.id, "size": vec(t.size), "placement": dict(t.placement),
                  "release": t.release}
+        if t.delay:
+            d["delay"] = t.delay
         if t.id in w.output_bytes:
             d["output_bytes"] = w.output_bytes[t.id]
         return d
