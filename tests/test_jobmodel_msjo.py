@@ -11,6 +11,7 @@ the delay after its maps' reported ends.
 """
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 
 import numpy as np
@@ -86,6 +87,26 @@ def test_every_msjo_policy_runs_through_the_cli_and_matches_its_schedule(generat
                                                      sched.job_completion)}
     assert doc["compute_policy"] == policy and doc["network_policy"] is None
     assert doc["total_weighted_job_completion"] == pytest.approx(sched.job_cost, rel=1e-12)
+
+
+def test_bound_prints_lp_lower_bounds_below_every_policys_cost(generated):
+    """`bound --lp cls|coge|task-level --json` (one document each): CND <= CLS, each at
+    most every policy's sum_j w_j C_j; the task-level LP at most every sum_u w_u C_u."""
+    docs = {}
+    for lp, extra in (("cls", ()), ("coge", ("--tolerance", 0)), ("task-level", ())):
+        out = coflowemu("bound", generated / "w.json", "--lp", lp, *extra, "--json")
+        assert out.returncode == 0, out.stderr
+        docs[lp] = json.loads(out.stdout)
+        assert docs[lp]["status"] == "optimal" and docs[lp]["lp"] == lp
+    assert docs["coge"]["value"] <= docs["cls"]["value"] * (1 + 1e-9)
+    w = read_workload(str(generated / "w.json"))
+    cluster, _ = msjo_cluster(w)
+    for policy in POLICIES:
+        sched = get_policy(policy)(cluster.arrays)
+        assert docs["cls"]["value"] <= sched.job_cost * (1 + 1e-9)
+        assert docs["task-level"]["value"] <= sched.task_cost * (1 + 1e-9)
+    out = coflowemu("bound", generated / "w.json", "--lp", "synchpack-3")
+    assert out.returncode == 2 and "--lp cls" in out.stderr
 
 
 def test_an_msjo_workload_round_trips_through_json_with_its_delays(generated):

@@ -292,25 +292,40 @@ def compare(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_
 @main.command()
 @workload_options
 @click.option("--lp", "lp", type=click.Choice(["flow", "coflow", "single", "synchpack-1",
-                                               "synchpack-2", "synchpack-3", "moldable"]),
+                                               "synchpack-2", "synchpack-3", "moldable",
+                                               "cls", "coge", "task-level"]),
               default="coflow", show_default=True,
               help="LP (1) flow level, LP (7) coflow level, LP (8) single core; on a joint "
                    "workload the compute LPs LP1, LP2, LP3 of SynchPack-1/2/3; on a "
-                   "moldable workload its minsum LP and makespan bound.")
+                   "moldable workload its minsum LP and makespan bound; on an msjo "
+                   "workload CLS-LPP, COGE (CND-LPP) or the task-level LP.")
+@click.option("--tolerance", type=float, default=0.3, show_default=True,
+              help="--lp coge: the constraint-generation tolerance e (0: no violated PGC "
+                   "left).")
 @click.option("--objective", type=click.Choice(["weighted", "jobs", "makespan"]),
               default="weighted", show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 def bound(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_release, limit,
-          lp, objective, as_json):
+          lp, tolerance, objective, as_json):
     """Solve an LP relaxation of WORKLOAD: a lower bound on the objective."""
     from controller.lp.coflow import solve_coflow_lp, solve_flow_lp
     w = load_workload(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time,
                       zero_release, limit)
-    if lp == "moldable" or (is_joint(w) and w.model == "moldable"):
+    model = w.model if is_joint(w) else None
+    if lp == "coflow" and model in _MODEL_LP:     # the default --lp: the model's own bound
+        lp = _MODEL_LP[model]
+    if lp == "moldable":
         doc = _moldable_bounds(w)
         click.echo(json.dumps(doc) if as_json else
                    f"moldable: minsum LP {doc['minsum']:.8g}, makespan bound "
                    f"{doc['makespan']:.8g} ({doc['seconds']:.2f} s)")
+        return
+    if lp in ("cls", "coge", "task-level"):
+        doc = _msjo_bound(w, lp, tolerance)
+        click.echo(json.dumps(doc) if as_json else
+                   f"{doc['name']} ({lp}): value {doc['value']:.8g} on "
+                   f"{'sum_u w_u C_u' if lp == 'task-level' else 'sum_j w_j C_j'} "
+                   f"({doc['rounds']} rounds, {doc['seconds']:.2f} s)")
         return
     if lp.startswith("synchpack") or is_joint(w):
         return _compute_bound(w, lp, objective, as_json)
@@ -327,6 +342,10 @@ def bound(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_re
                f"LP ({ {'flow': 1, 'coflow': 7, 'single': 8}[lp] }) {objective}, "
                f"{m} core(s): value {res.value:.8g} ({res.rounds} rounds, "
                f"{res.details.cuts} cuts, {res.seconds:.2f} s)")
+
+
+#: the lower bound ``bound`` computes for a workload of these job models without ``--lp``
+_MODEL_LP = {"moldable": "moldable", "msjo": "cls"}
 
 
 def _moldable_bounds(w) -> dict:
@@ -346,12 +365,33 @@ def _moldable_bounds(w) -> dict:
             "status": minsum.status, "seconds": time.perf_counter() - t}
 
 
+def _msjo_bound(w, lp: str, tolerance: float) -> dict:
+    """An LP lower bound of an msjo workload (algorithms.md 3): CLS-LPP and COGE's CND-LPP
+    on ``sum_j w_j C_j``, the task-level LP on ``sum_u w_u C_u``."""
+    from controller.jobmodels.msjo import msjo_cluster
+    from controller.msjo.lp import solve_cls_lp, solve_coge, solve_task_lp
+    if not (is_joint(w) and w.model == "msjo"):
+        raise click.BadParameter(f"--lp {lp} bounds msjo workloads (\"model\": \"msjo\"; "
+                                 f"coflowemu generate --kind msjo)")
+    if tolerance < 0:
+        raise click.BadParameter(f"--tolerance must be >= 0, got {tolerance}")
+    a = msjo_cluster(w)[0].arrays
+    res = {"cls": solve_cls_lp, "task-level": solve_task_lp}[lp](a) if lp != "coge" \
+        else solve_coge(a, threshold=tolerance)
+    return {"lp": lp, "name": res.lp, "value": res.value, "rounds": res.rounds,
+            "seconds": res.seconds, "status": res.status,
+            "objective": "tasks" if lp == "task-level" else "jobs"}
+
+
 def _compute_bound(w, lp, objective, as_json):
     """``bound --lp synchpack-k`` on a joint workload: LP1/LP2/LP3 over its stages."""
     from controller.jobs import LOWER_BOUNDS, compute_lower_bound
     if not is_joint(w):
         raise click.BadParameter(f"--lp {lp} bounds joint workloads (machines, stages, "
                                  f"jobs: docs/jobs.md); this workload has coflows only")
+    if w.model in _MODEL_LP:
+        raise click.BadParameter(f"--lp {lp} bounds packing workloads; this is a {w.model} "
+                                 f"workload: --lp {_MODEL_LP[w.model]}")
     if lp not in LOWER_BOUNDS:
         raise click.BadParameter(f"--lp {lp} bounds coflow-only workloads; for a joint "
                                  f"workload use --lp {' or '.join(LOWER_BOUNDS)}")
