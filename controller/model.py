@@ -22,10 +22,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from topologies.fabric import Fabric
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 class WorkloadError(ValueError):
@@ -325,3 +329,16 @@ def _check_number(value, where: str, name: str, minimum: float | None = None):
         raise WorkloadError(f"{where}: {name} must be finite, got {value!r}", field=name)
     if minimum is not None and value < minimum:
         raise WorkloadError(f"{where}: {name} must be >= {minimum:g}, got {value!r}", field=name)
+
+
+def check_jobs(jobs, cls: type) -> None:
+    """Every item of ``jobs`` is a ``cls`` and no two share an ``id`` (the models'
+    constructors; raises :class:`WorkloadError` with field ``jobs`` or ``id``)."""
+    seen = set()
+    for j in jobs:
+        if not isinstance(j, cls):
+            raise WorkloadError(f"jobs must hold {cls.__name__} objects, got "
+                                f"{type(j).__name__}", field="jobs")
+        if j.id in seen:
+            raise WorkloadError(f"job {j.id!r}: duplicate job id", field="id")
+        seen.add(j.id)

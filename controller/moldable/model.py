@@ -47,7 +47,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from controller.model import WorkloadError, _check_number
+from controller.model import WorkloadError, _check_number, check_jobs
 from controller.moldable import speedup
 
 __all__ = ["MoldableJob", "MoldableWorkload", "MoldableArrays", "WorkloadError",
@@ -164,14 +164,8 @@ class MoldableWorkload:
         object.__setattr__(self, "jobs", tuple(self.jobs))
         if not self.jobs:
             raise WorkloadError("a moldable workload needs at least one job", field="jobs")
-        seen = set()
+        check_jobs(self.jobs, MoldableJob)
         for j in self.jobs:
-            if not isinstance(j, MoldableJob):
-                raise WorkloadError(f"jobs must be MoldableJob objects, got {j!r}",
-                                    field="jobs")
-            if j.id in seen:
-                raise WorkloadError(f"duplicate job id {j.id!r}", field="id")
-            seen.add(j.id)
             big = [q for q in j.times if q > m]
             if big:
                 raise WorkloadError(f"job {j.id!r}: allotment {big[0]} is larger than the "

@@ -42,12 +42,12 @@ servers: performance bounds and experiments", Section 3 (model), Section 4 (task
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
-from controller.model import WorkloadError
+from controller.model import WorkloadError, check_jobs
 
 __all__ = ["Task", "Job", "Cluster", "MSJOArrays", "WorkloadError"]
 
@@ -183,14 +183,7 @@ class Cluster:
                                 field="machines")
         object.__setattr__(self, "machines", int(self.machines))
         jobs = tuple(self.jobs)
-        seen = set()
-        for j in jobs:
-            if not isinstance(j, Job):
-                raise WorkloadError(f"jobs must hold Job objects, got {type(j).__name__}",
-                                    field="jobs")
-            if j.id in seen:
-                raise WorkloadError(f"job {j.id!r}: duplicate job id", field="id")
-            seen.add(j.id)
+        check_jobs(jobs, Job)
         object.__setattr__(self, "jobs", jobs)
 
     @cached_property
