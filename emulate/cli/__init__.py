@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-
 from dataclasses import replace
 
 import click
@@ -214,11 +213,6 @@ def _report_joint(w, result, policy_spec, engine, opts, as_json, segments_path, 
         if lp_bound:
             b = _moldable_bounds(w)
             doc["lower_bounds"] = {"minsum": b["minsum"], "makespan": b["makespan"]}
-        for t in doc["tasks"]:     # a gang of q pieces, not q - 1 preemptions
-            t["allotment"], t["preemptions"] = t["preemptions"] + 1, 0
-        allot = {t["job"]: t["allotment"] for t in doc["tasks"]}   # one task per job
-        for j in doc["jobs"]:
-            j["allotment"] = allot[j["id"]]
     if as_json:
         click.echo(json.dumps(doc))
         return

@@ -67,6 +67,7 @@ Examples
 from __future__ import annotations
 
 import time as _time
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -298,8 +299,15 @@ class JointResult:
         return float(self.job_completion.max()) if len(self.job_completion) else 0.0
 
     def task_records(self) -> list[dict]:
-        """Per task (stage by stage): machine it finished on, start, end, preemptions."""
+        """Per task (stage by stage): machine it finished on, start, end, preemptions.
+
+        Under a job model whose tasks run as gangs without preemption (``moldable``), a
+        task's segments are the machines it held at once: its record has ``allotment``
+        (their number) and no preemptions."""
+        from controller.jobmodel import get_job_model
         s, a, jw = self.compute, self.compute.arrays, self.workload
+        model = get_job_model(jw.model)
+        gangs = model.gang and not model.preemptive
         last = {}
         for k in np.argsort(s.end, kind="stable"):
             last[int(s.task[k])] = int(s.machine[k])
@@ -307,10 +315,13 @@ class JointResult:
         for st in jw.stages:
             for t in st.tasks:
                 k = a.task_index[t.id]
-                out.append({"id": t.id, "stage": st.id, "job": jw.job_of(st.id),
-                            "machine": a.machine_ids[last[k]],
-                            "start": float(s.task_start[k]), "end": float(s.task_completion[k]),
-                            "preemptions": int(s.preemptions[k])})
+                rec = {"id": t.id, "stage": st.id, "job": jw.job_of(st.id),
+                       "machine": a.machine_ids[last[k]],
+                       "start": float(s.task_start[k]), "end": float(s.task_completion[k]),
+                       "preemptions": int(s.preemptions[k])}
+                if gangs:
+                    rec["allotment"], rec["preemptions"] = rec["preemptions"] + 1, 0
+                out.append(rec)
         return out
 
     def to_json(self, lp_lower_bound: float | None = None, lp: str | None = None) -> dict:
@@ -341,6 +352,12 @@ class JointResult:
                       "completion": float(c)}
                      for j, r, c in zip(jw.jobs, self.job_release, self.job_completion)],
         })
+        tasks_of = Counter(t["job"] for t in doc["tasks"])
+        allot = {t["job"]: t["allotment"] for t in doc["tasks"]
+                 if "allotment" in t and tasks_of[t["job"]] == 1}
+        for j in doc["jobs"]:           # a job of one gang task holds its machines
+            if j["id"] in allot:
+                j["allotment"] = allot[j["id"]]
         doc.update(self.extra)
         return doc
 
