@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from controller.compute import compute_policies, is_compute_policy
+from controller.compute import compute_policies
 from controller.policies import PolicyError
 from controller.policies.base import catalogue
 
@@ -73,7 +73,10 @@ def model_policies() -> list[str]:
 
 
 def _is_compute(name: str) -> bool:
-    return name in model_policies() or (":" in name and is_compute_policy(name))
+    """Whether some job model runs ``name`` (a built-in name, or a plug-in a model takes:
+    :meth:`JobModel.runs <controller.jobmodel.JobModel.runs>`)."""
+    from controller.jobmodel import job_models
+    return any(cls.runs(name) for cls in job_models().values())
 
 
 def split_policy(spec: str) -> PolicySpec:
@@ -92,12 +95,11 @@ def split_policy(spec: str) -> PolicySpec:
     compute, plus, network = spec.partition("+")
     if not plus:
         if ":" in spec:
-            if is_compute_policy(spec):
-                return PolicySpec(spec, None)
-            return PolicySpec(DEFAULT_COMPUTE, spec)
+            return PolicySpec(spec, None) if _is_compute(spec) else \
+                PolicySpec(DEFAULT_COMPUTE, spec)
         if spec in catalogue():
             return PolicySpec(DEFAULT_COMPUTE, spec)
-        if spec in model_policies():
+        if _is_compute(spec):
             return PolicySpec(spec, None)
         raise PolicyError(f"unknown policy {spec!r}: neither a network policy (known: "
                           f"{', '.join(catalogue())}) nor a compute policy (known: "
