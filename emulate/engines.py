@@ -148,12 +148,6 @@ class MininetEngine(Engine):
     def run(self, workload, policy: str, options: RunOptions | None = None):
         o = options or RunOptions()
         from emulate.mininet.engine import run_mininet
-        if not is_joint(workload):
-            from controller.policies import get_policy
-            policy = get_policy(policy, **o.policy_options)
-            return run_mininet(workload, policy, time_scale=o.time_scale,
-                               segments=o.segments, progress=o.progress,
-                               **o.engine_options)
         return run_mininet(workload, policy, time_scale=o.time_scale, segments=o.segments,
                            progress=o.progress, network_options=dict(o.policy_options),
                            **o.engine_options)
