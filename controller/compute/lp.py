@@ -70,12 +70,9 @@ import numpy as np
 
 from controller.compute.model import ComputeArrays, ComputeWorkload
 from controller.lp.result import LPResult, ModelDetails, StageOrder, StageSolution, TaskFractions
+from controller.lp.solver import solve_linprog
 
-__all__ = ["Intervals", "LPError", "intervals", "lp1", "lp2", "lp3"]
-
-
-class LPError(RuntimeError):
-    """The LP solver did not return an optimal solution."""
+__all__ = ["Intervals", "intervals", "lp1", "lp2", "lp3"]
 
 
 @dataclass(frozen=True)
@@ -130,17 +127,6 @@ def _weights(a: ComputeArrays, weights) -> np.ndarray:
     return w
 
 
-def _solve(c, A_ub, b_ub, A_eq, b_eq, bounds, name):
-    from scipy.optimize import linprog  # here: scipy takes 0.3 s to import
-    t0 = time.perf_counter()
-    res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds,
-                  method="highs", options={"presolve": True})
-    secs = time.perf_counter() - t0
-    if res.status != 0:
-        raise LPError(f"{name}: solver status {res.status}: {res.message}")
-    return res, secs
-
-
 def lp1(instance, eps: float = 0.25, *, weights=None, first_left: float | None = None,
         _lp2: bool = False) -> LPResult:
     """Solve LP1 (9a-9h) over geometric intervals ``(1+eps)``.
@@ -165,7 +151,7 @@ def lp1(instance, eps: float = 0.25, *, weights=None, first_left: float | None =
 
     Raises
     ------
-    LPError
+    controller.lp.solver.LPError
         HiGHS did not find the optimum.
 
     References
@@ -287,7 +273,7 @@ def lp1(instance, eps: float = 0.25, *, weights=None, first_left: float | None =
             c[Z(np.arange(S), l)] = w * (eU[l - 1] - eU[l])
     build = time.perf_counter() - t_build
     nnz = A_eq.nnz + (A_ub.nnz if A_ub is not None else 0)
-    res, secs = _solve(c, A_ub, b_ub, A_eq, b_eq, np.column_stack([lb, ub]),
+    res, secs = solve_linprog(c, A_ub, b_ub, A_eq, b_eq, np.column_stack([lb, ub]),
                        "LP2" if _lp2 else "LP1")
     sol = res.x
     xv = np.maximum(sol[:nx], 0.0)
@@ -404,7 +390,7 @@ def lp3(instance, *, weights=None) -> LPResult:
     ub = np.concatenate([np.full(S, np.inf), np.ones(npair)])
     c = np.concatenate([w, np.zeros(npair)])
     build = time.perf_counter() - t_build
-    res, secs = _solve(c, A_ub, b_ub, None, None, np.column_stack([lb, ub]), "LP3")
+    res, secs = solve_linprog(c, A_ub, b_ub, None, None, np.column_stack([lb, ub]), "LP3")
     C = res.x[:S] * u
     return LPResult(
         lp="LP3", value=float(res.fun * u), status="optimal",

@@ -64,14 +64,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from controller.lp.result import IntervalSolution, LPResult, ModelDetails
+from controller.lp.solver import solve_linprog
 from controller.moldable.dual import dual_approximation
 from controller.moldable.model import MoldableArrays
 
-__all__ = ["MakespanBound", "makespan_bound", "boundaries", "minsum_lp", "LPError"]
-
-
-class LPError(RuntimeError):
-    """The LP solver did not return an optimal solution."""
+__all__ = ["MakespanBound", "makespan_bound", "boundaries", "minsum_lp"]
 
 
 @dataclass(frozen=True)
@@ -126,11 +123,10 @@ def minsum_lp(arrays: MoldableArrays, *, horizon: float | None = None) -> LPResu
 
     Raises
     ------
-    LPError
+    controller.lp.solver.LPError
         HiGHS did not find the optimum.
     """
     import scipy.sparse as sp               # here: scipy takes 0.3 s to import
-    from scipy.optimize import linprog
     a = arrays
     t_build = time.perf_counter()
     T = boundaries(a, horizon)
@@ -161,12 +157,8 @@ def minsum_lp(arrays: MoldableArrays, *, horizon: float | None = None) -> LPResu
     A_ub = sp.csr_matrix((vals, (rows, cols)), shape=(K, nvar))
     b_ub = a.m * T[1:] / scale
     build = time.perf_counter() - t_build
-    t0 = time.perf_counter()
-    res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=np.ones(n), bounds=(0.0, 1.0),
-                  method="highs")
-    secs = time.perf_counter() - t0
-    if res.status != 0:
-        raise LPError(f"moldable minsum LP: solver status {res.status}: {res.message}")
+    res, secs = solve_linprog(c, A_ub, b_ub, A_eq, np.ones(n), (0.0, 1.0),
+                              "moldable minsum LP")
     x = np.zeros((n, K + 1))
     x[vi, vk] = res.x
     credit = np.zeros((n, K + 1))
