@@ -88,7 +88,8 @@ import numpy as np
 
 from controller.compute.model import ComputeJob, ComputeWorkload, Machine, Stage, Task
 from controller.jobmodel import DEFAULT_MODEL
-from controller.model import Coflow, Flow, Job, Workload, WorkloadError, _check_number
+from controller.model import (MAX_BYTES, MAX_WEIGHT, Coflow, Flow, Job, Workload, WorkloadError,
+                              _arcs, _check_number)
 from topologies.fabric import Fabric
 
 __all__ = ["JointJob", "JointWorkload", "shuffle_flows", "mapreduce_jobs", "compute_lower_bound",
@@ -118,12 +119,17 @@ class JointJob:
         object.__setattr__(self, "coflows", tuple(self.coflows))
         arcs = []
         for n, arc in enumerate(self.arcs):
-            if isinstance(arc, (str, bytes)) or len(tuple(arc)) != 2:
+            if not isinstance(arc, (list, tuple)) or len(arc) != 2:
                 raise WorkloadError(f"job {self.id!r} arcs[{n}] must be a pair [before, after], "
                                     f"got {arc!r}", field="arcs")
+            if tuple(arc) in arcs:
+                raise WorkloadError(f"job {self.id!r} arcs[{n}] repeats the arc {list(arc)!r} "
+                                    f"of arcs[{arcs.index(tuple(arc))}] (give each arc once)",
+                                    field="arcs")
             arcs.append(tuple(arc))
         object.__setattr__(self, "arcs", tuple(arcs))
-        _check_number(self.weight, f"job {self.id!r}", "weight", minimum=0.0)
+        _check_number(self.weight, f"job {self.id!r}", "weight", minimum=0.0,
+                      maximum=MAX_WEIGHT)
         if not self.weight > 0:
             raise WorkloadError(f"job {self.id!r}: weight must be > 0, got {self.weight!r}",
                                 field="weight")
@@ -170,7 +176,7 @@ class JointWorkload:
         for attr in ("machines", "stages", "coflows", "jobs"):
             object.__setattr__(self, attr, tuple(getattr(self, attr)))
         object.__setattr__(self, "shuffles", frozenset(self.shuffles))
-        object.__setattr__(self, "precedence", tuple(tuple(a) for a in self.precedence))
+        object.__setattr__(self, "precedence", _arcs(self.precedence))
         if not isinstance(self.fabric, Fabric):
             raise WorkloadError(f"fabric must be a Fabric, got {self.fabric!r}", field="fabric")
         if not self.machines:
@@ -191,7 +197,7 @@ class JointWorkload:
             if tid not in tasks:
                 raise WorkloadError(f"output_bytes names unknown task {tid!r}",
                                     field="output_bytes")
-            _check_number(b, f"task {tid!r}", "output_bytes", minimum=0.0)
+            _check_number(b, f"task {tid!r}", "output_bytes", minimum=0.0, maximum=MAX_BYTES)
             out[tid] = float(b)
         object.__setattr__(self, "output_bytes", MappingProxyType(out))
         # the two halves validate themselves (ports, sizes, placement, machines)
@@ -265,9 +271,12 @@ class JointWorkload:
             if s.id not in owner:
                 raise WorkloadError(f"stage {s.id!r} belongs to no job", field="stages")
         for n, arc in enumerate(self.precedence):
-            if len(arc) != 2 or any(kind.get(x) != "coflow" for x in arc):
+            if any(not isinstance(x, str) or kind.get(x) != "coflow" for x in arc):
                 raise WorkloadError(f"precedence[{n}] must be a pair of coflow ids, got "
-                                    f"{arc!r}", field="precedence")
+                                    f"{list(arc)!r}", field="precedence")
+            if arc in self.precedence[:n]:
+                raise WorkloadError(f"precedence[{n}] repeats the arc {list(arc)!r} (give "
+                                    f"each arc once)", field="precedence")
         g = self.dag
         if not nx.is_directed_acyclic_graph(g):
             cyc = [a for a, _ in nx.find_cycle(g)]

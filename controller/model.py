@@ -14,12 +14,19 @@ time is that of its last coflow.
 Everything is validated on construction. Errors are :class:`WorkloadError`, which names
 where (file, line, coflow) and which field was wrong.
 
+Limits: a flow's ``bytes`` at most ``MAX_BYTES`` (1e18, an exabyte), a ``release`` (and
+every other time of a workload) at most ``MAX_SECONDS`` (1e9 s, about 31 years), a
+``weight`` at most ``MAX_WEIGHT`` (1e9). Larger values are input mistakes (a size in the
+wrong unit, a timestamp in ns), and beyond them the LPs and the simulator's clock lose
+all precision or overflow; the fabric's limits are in :mod:`topologies.fabric`.
+
 The simulator, the LPs and the policies work on :class:`FlowArrays`, the flat numpy view
 of a workload (one row per flow with positive size), built once by
 :meth:`Workload.arrays`.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -30,6 +37,12 @@ from topologies.fabric import Fabric
 
 if TYPE_CHECKING:
     import networkx as nx
+
+
+#: the largest values a workload may hold (see the module docstring)
+MAX_BYTES = 1e18
+MAX_SECONDS = 1e9
+MAX_WEIGHT = 1e9
 
 
 class WorkloadError(ValueError):
@@ -82,8 +95,10 @@ class Coflow:
         if not isinstance(cid, str) or not cid:
             raise WorkloadError("coflow id must be a non-empty string", field="id")
         object.__setattr__(self, "flows", tuple(self.flows))
-        _check_number(self.release, f"coflow {cid!r}", "release", minimum=0.0)
-        _check_number(self.weight, f"coflow {cid!r}", "weight", minimum=0.0)
+        _check_number(self.release, f"coflow {cid!r}", "release", minimum=0.0,
+                      maximum=MAX_SECONDS)
+        _check_number(self.weight, f"coflow {cid!r}", "weight", minimum=0.0,
+                      maximum=MAX_WEIGHT)
         seen = set()
         for n, f in enumerate(self.flows):
             where = f"coflow {cid!r} flows[{n}]"
@@ -92,7 +107,7 @@ class Coflow:
                 if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
                     raise WorkloadError(f"{where}: port must be a non-negative integer, got {v!r}",
                                         field=name)
-            _check_number(f.bytes, where, "bytes", minimum=0.0)
+            _check_number(f.bytes, where, "bytes", minimum=0.0, maximum=MAX_BYTES)
             if (f.src, f.dst) in seen:
                 raise WorkloadError(
                     f"{where}: duplicate flow {f.src}->{f.dst} (at most one flow per "
@@ -114,7 +129,8 @@ class Job:
 
     def __post_init__(self):
         object.__setattr__(self, "coflows", tuple(self.coflows))
-        _check_number(self.weight, f"job {self.id!r}", "weight", minimum=0.0)
+        _check_number(self.weight, f"job {self.id!r}", "weight", minimum=0.0,
+                      maximum=MAX_WEIGHT)
 
 
 @dataclass(frozen=True)
@@ -129,7 +145,7 @@ class Workload:
 
     def __post_init__(self):
         object.__setattr__(self, "coflows", tuple(self.coflows))
-        object.__setattr__(self, "precedence", tuple(tuple(a) for a in self.precedence))
+        object.__setattr__(self, "precedence", _arcs(self.precedence))
         object.__setattr__(self, "jobs", tuple(self.jobs))
         ids = {}
         for n, c in enumerate(self.coflows):
@@ -143,10 +159,8 @@ class Workload:
                         raise WorkloadError(
                             f"coflow {c.id!r} flows[{k}]: port {getattr(f, name)} out of range "
                             f"(the fabric has ports 0..{self.fabric.ports - 1})", field=name)
+        first_at = {}
         for n, arc in enumerate(self.precedence):
-            if len(arc) != 2:
-                raise WorkloadError(f"precedence[{n}] must be a pair [before, after], got {arc!r}",
-                                    field="precedence")
             for end in arc:
                 if not isinstance(end, str):
                     raise WorkloadError(f"precedence[{n}]: coflow ids must be strings, got "
@@ -157,6 +171,11 @@ class Workload:
             if arc[0] == arc[1]:
                 raise WorkloadError(f"precedence[{n}]: coflow {arc[0]!r} precedes itself",
                                     field="precedence")
+            if arc in first_at:
+                raise WorkloadError(f"precedence[{n}] repeats the arc {list(arc)!r} of "
+                                    f"precedence[{first_at[arc]}] (give each arc once)",
+                                    field="precedence")
+            first_at[arc] = n
         if self.precedence:
             self._check_acyclic()
         job_ids = set()
@@ -322,13 +341,45 @@ class FlowArrays:
         return self.coflow_flows[self.coflow_ptr[k]:self.coflow_ptr[k + 1]]
 
 
-def _check_number(value, where: str, name: str, minimum: float | None = None):
+def _arcs(arcs) -> tuple:
+    """``arcs`` as a tuple of pairs, or a :class:`WorkloadError` naming the first item that
+    is not a pair (``precedence[n]``)."""
+    if isinstance(arcs, (str, bytes)) or not hasattr(arcs, "__iter__"):
+        raise WorkloadError(f"precedence must be a list of [before, after] pairs, got "
+                            f"{arcs!r}", field="precedence")
+    out = []
+    for n, arc in enumerate(arcs):
+        if isinstance(arc, (str, bytes, dict)) or not isinstance(arc, (list, tuple)) \
+                or len(arc) != 2:
+            raise WorkloadError(f"precedence[{n}] must be a pair [before, after] of coflow "
+                                f"ids, got {arc!r}", field="precedence")
+        out.append(tuple(arc))
+    return tuple(out)
+
+
+def _check_number(value, where: str, name: str, minimum: float | None = None,
+                  maximum: float | None = None):
+    """``value`` is a finite real number in ``[minimum, maximum]`` (integers of any size
+    are compared exactly: ``10**400`` is out of range, not an overflow)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise WorkloadError(f"{where}: {name} must be a number, got {value!r}", field=name)
-    if not np.isfinite(value):
+    if isinstance(value, (float, np.floating)) and not math.isfinite(value):
         raise WorkloadError(f"{where}: {name} must be finite, got {value!r}", field=name)
     if minimum is not None and value < minimum:
-        raise WorkloadError(f"{where}: {name} must be >= {minimum:g}, got {value!r}", field=name)
+        raise WorkloadError(f"{where}: {name} must be >= {minimum:g}, got {_short(value)}",
+                            field=name)
+    if maximum is not None and value > maximum:
+        raise WorkloadError(f"{where}: {name} must be at most {maximum:g}, got "
+                            f"{_short(value)}", field=name)
+
+
+def _short(value) -> str:
+    """``value`` for a message: a huge integer as its float approximation."""
+    if isinstance(value, (int, np.integer)) and abs(int(value)) > 10**15:
+        big = abs(int(value))
+        return (f"{float(value):.3g}" if big < 10**308
+                else f"an integer of about {int(big.bit_length() * 0.30103) + 1} digits")
+    return repr(value)
 
 
 def check_jobs(jobs, cls: type) -> None:

@@ -22,7 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.model import Coflow, Flow, Job, Workload, WorkloadError
+from controller.model import (MAX_BYTES, MAX_SECONDS, MAX_WEIGHT, Coflow, Flow, Job, Workload,
+                              WorkloadError)
 from emulate.io.traces import (multi_stage_jobs, random_dag, random_workload, read_fb_trace,
                             read_json, read_workload, workload_from_dict, write_json)
 from topologies.fabric import Fabric
@@ -77,18 +78,19 @@ def any_workload(draw):
     ports = draw(st.integers(1, 5))
     cores = draw(st.integers(1, 3))
     names = draw(st.lists(ids, min_size=0, max_size=5, unique=True))
-    num = st.floats(min_value=0, max_value=1e12, allow_nan=False, allow_infinity=False)
+    def num(top):     # up to the model's documented limit
+        return st.floats(min_value=0, max_value=top, allow_nan=False, allow_infinity=False)
     cfs = []
     for cid in names:
         pairs = draw(st.lists(st.tuples(st.integers(0, ports - 1), st.integers(0, ports - 1)),
                               max_size=4, unique=True))
-        cfs.append(Coflow(cid, tuple(Flow(s, d, draw(num)) for s, d in pairs),
-                          release=draw(num), weight=draw(num)))
+        cfs.append(Coflow(cid, tuple(Flow(s, d, draw(num(MAX_BYTES))) for s, d in pairs),
+                          release=draw(num(MAX_SECONDS)), weight=draw(num(MAX_WEIGHT))))
     arcs = [(names[a], names[b]) for a in range(len(names)) for b in range(a + 1, len(names))
             if draw(st.booleans())]
     jobs = ()
     if names and draw(st.booleans()):
-        jobs = (Job(draw(ids), tuple(names[::2]), weight=draw(num)),)
+        jobs = (Job(draw(ids), tuple(names[::2]), weight=draw(num(MAX_WEIGHT))),)
     rates = None
     if draw(st.booleans()):
         rates = tuple(draw(st.lists(st.floats(1.0, 1e12), min_size=cores, max_size=cores)))
@@ -240,7 +242,7 @@ BAD = [
     bad(("fabric", "ports"), 0, "fabric", ["ports", "positive"], FAB),
     bad(("fabric", "cores"), "2", "cores", ["'2'"], FAB),
     bad(("fabric", "rate_bps"), "1Gbps", "rate_bps", ["number"], FAB),
-    bad(("fabric", "rate_bps"), -1, "fabric", ["rate_bps", "> 0"], FAB),
+    bad(("fabric", "rate_bps"), -1, "fabric", ["rate_bps", "1..1e+15"], FAB),
     bad(("fabric", "core_rates"), [1e9], "fabric", ["core_rates", "1 entries", "2 cores"], FAB),
     bad(("fabric", "core_rates"), ["fast", "slow"], "fabric", ["core_rates"], FAB,
         bug=BUG_CORE_RATES),

@@ -6,6 +6,15 @@ every core (output port ``i``). Every link of core ``h`` runs at ``rate_bps[h]``
 second; an identical parallel network has the same rate on every core, a heterogeneous
 one (``core_rates``) a rate per core.
 
+Limits
+------
+A fabric is checked before anything is sized by it: ``ports`` in ``1..MAX_PORTS``
+(65,536), ``cores`` in ``1..MAX_CORES`` (256), every rate a finite number of bits per
+second in ``MIN_RATE_BPS..MAX_RATE_BPS`` (1 bit/s .. 1e15 bit/s, a petabit). Larger
+fabrics than a datacenter's, or rates that make a byte take longer than the universe's
+age, are input mistakes, not experiments; they would allocate terabytes or overflow the
+LPs.
+
 Examples
 --------
 >>> Fabric(ports=4, cores=2, rate_bps=1e9).core_rate(1)
@@ -15,11 +24,24 @@ Examples
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 
 class FabricError(ValueError):
     """A fabric parameter is out of range."""
+
+
+#: the largest fabric accepted (see the module docstring's "Limits")
+MAX_PORTS = 65536
+MAX_CORES = 256
+MIN_RATE_BPS = 1.0
+MAX_RATE_BPS = 1e15
+
+
+def _rate_ok(r) -> bool:
+    return (not isinstance(r, bool) and isinstance(r, numbers.Real)
+            and MIN_RATE_BPS <= r <= MAX_RATE_BPS)
 
 
 @dataclass(frozen=True)
@@ -32,24 +54,33 @@ class Fabric:
     core_rates: tuple[float, ...] | None = None
 
     def __post_init__(self):
-        if not isinstance(self.ports, int) or self.ports < 1:
+        if not isinstance(self.ports, int) or isinstance(self.ports, bool) or self.ports < 1:
             raise FabricError(f"fabric.ports must be a positive integer, got {self.ports!r}")
-        if not isinstance(self.cores, int) or self.cores < 1:
+        if self.ports > MAX_PORTS:
+            raise FabricError(f"fabric.ports must be at most {MAX_PORTS}, got {self.ports!r}")
+        if not isinstance(self.cores, int) or isinstance(self.cores, bool) or self.cores < 1:
             raise FabricError(f"fabric.cores must be a positive integer, got {self.cores!r}")
-        if not self.rate_bps > 0:
-            raise FabricError(f"fabric.rate_bps must be > 0, got {self.rate_bps!r}")
+        if self.cores > MAX_CORES:
+            raise FabricError(f"fabric.cores must be at most {MAX_CORES}, got {self.cores!r}")
+        allowed = f"a number of bits/s in {MIN_RATE_BPS:g}..{MAX_RATE_BPS:g}"
+        if not _rate_ok(self.rate_bps):
+            raise FabricError(f"fabric.rate_bps must be {allowed}, got {self.rate_bps!r}")
         if self.core_rates is not None:
+            if isinstance(self.core_rates, (str, bytes)):
+                raise FabricError(f"fabric.core_rates must be a list of numbers (bits/s), "
+                                  f"got {self.core_rates!r}")
             try:
-                rates = tuple(float(r) for r in self.core_rates)
-            except (TypeError, ValueError):
+                rates = tuple(self.core_rates)
+            except TypeError:
                 raise FabricError(f"fabric.core_rates must be a list of numbers (bits/s), "
                                   f"got {self.core_rates!r}") from None
             if len(rates) != self.cores:
                 raise FabricError(
                     f"fabric.core_rates has {len(rates)} entries for {self.cores} cores")
-            if any(not r > 0 for r in rates):
-                raise FabricError(f"fabric.core_rates must all be > 0, got {rates}")
-            object.__setattr__(self, "core_rates", rates)
+            for h, r in enumerate(rates):
+                if not _rate_ok(r):
+                    raise FabricError(f"fabric.core_rates[{h}] must be {allowed}, got {r!r}")
+            object.__setattr__(self, "core_rates", tuple(float(r) for r in rates))
 
     def core_rate(self, core: int) -> float:
         """Link rate of ``core`` in bits per second."""

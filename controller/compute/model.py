@@ -50,7 +50,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from controller.model import WorkloadError, _check_number
+from controller.model import MAX_SECONDS, MAX_WEIGHT, WorkloadError, _check_number
 
 __all__ = ["Machine", "Task", "Stage", "ComputeJob", "ComputeWorkload", "ComputeArrays",
            "as_arrays", "WorkloadError"]
@@ -134,14 +134,15 @@ class Task:
         pl = {}
         for m, p in self.placement.items():
             _check_id(m, f"{where}: placement machine")
-            _check_number(p, f"{where} on machine {m!r}", "placement", minimum=0.0)
+            _check_number(p, f"{where} on machine {m!r}", "placement", minimum=0.0,
+                          maximum=MAX_SECONDS)
             if not p > 0:
                 raise WorkloadError(f"{where}: processing time on machine {m!r} must be > 0 "
                                     f"seconds, got {p!r}", field="placement")
             pl[m] = float(p)
         object.__setattr__(self, "placement", MappingProxyType(pl))
-        _check_number(self.release, where, "release", minimum=0.0)
-        _check_number(self.delay, where, "delay", minimum=0.0)
+        _check_number(self.release, where, "release", minimum=0.0, maximum=MAX_SECONDS)
+        _check_number(self.delay, where, "delay", minimum=0.0, maximum=MAX_SECONDS)
         if self.moldable is not None:
             from controller.jobmodels.moldable import moldable_table
             object.__setattr__(self, "moldable",
@@ -184,7 +185,8 @@ class ComputeJob:
     def __post_init__(self):
         _check_id(self.id, "job")
         object.__setattr__(self, "stages", tuple(self.stages))
-        _check_number(self.weight, f"job {self.id!r}", "weight", minimum=0.0)
+        _check_number(self.weight, f"job {self.id!r}", "weight", minimum=0.0,
+                      maximum=MAX_WEIGHT)
         if not self.weight > 0:
             raise WorkloadError(f"job {self.id!r}: weight must be > 0, got {self.weight!r}",
                                 field="weight")

@@ -121,6 +121,10 @@ def get_policy(spec: str, **options) -> Policy:
     """A new policy instance from a registered name or ``package.module:Class``."""
     if ":" in spec:
         cls = load_class(spec)
+        if not (isinstance(cls, type) and issubclass(cls, Policy)):
+            raise PolicyError(f"{spec!r} is not a policy: {spec.partition(':')[2]!r} must be "
+                              f"a subclass of controller.policies.Policy (or a "
+                              f"ComputePlanner with +network on a joint workload)")
     else:
         known = catalogue()
         if spec not in known:

@@ -12,6 +12,7 @@ content). Bad input exits with code 2 and a message naming file, line and field.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from dataclasses import replace
@@ -37,8 +38,9 @@ def _user_errors() -> tuple:
     from controller.jobmodel import JobModelError
     from controller.model import WorkloadError
     from controller.policies import PolicyError
+    from topologies.fabric import FabricError
     return (WorkloadError, PolicyError, JobModelError, UnitError, GeneratorError,
-            click.BadParameter)
+            FabricError, click.BadParameter)
 
 
 class _Group(click.Group):
@@ -59,6 +61,9 @@ class _Group(click.Group):
                 _fail(f"policy error: {e}", 1)
             if isinstance(e, OSError):
                 _fail(f"{e.filename or ''}: {e.strerror}" if e.filename else str(e))
+            if isinstance(e, MemoryError):   # e.g. under a ulimit -v: one line, not a trace
+                _fail("out of memory (the workload is too large for this machine's memory "
+                      "limit)", 1)
             raise
 
 
@@ -93,8 +98,9 @@ def load_workload(workload, cores=None, rate=None, hosts=None, min_mb=None,
     """The workload in ``workload`` (a coflow :class:`~controller.model.Workload` or a
     joint workload), with the command line's overrides."""
     from emulate.io.traces import read_workload
-    if cores is not None and cores < 1:
-        raise click.BadParameter(f"--cores must be >= 1, got {cores}")
+    from topologies.fabric import MAX_CORES
+    if cores is not None and not 1 <= cores <= MAX_CORES:
+        raise click.BadParameter(f"--cores must be in 1..{MAX_CORES}, got {cores}")
     trace = {k: v for k, v in dict(hosts=hosts, min_mb=min_mb, scale_bytes=scale_bytes,
                                    scale_time=scale_time, zero_release=zero_release,
                                    limit=limit).items() if v is not None}
@@ -149,6 +155,8 @@ def run(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_rele
     compute+network, e.g. synchpack-3+lp-coflow (a plain network policy uses fifo for
     compute)."""
     from emulate.engines import RunOptions, get_engine
+    if time_scale is not None and not (math.isfinite(time_scale) and time_scale > 0):
+        raise click.BadParameter(f"--time-scale must be a finite number > 0, got {time_scale}")
     w = load_workload(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time,
                       zero_release, limit)
     opts = RunOptions(segments=bool(segments_path), progress=True,
@@ -309,13 +317,13 @@ def bound(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_re
     if lp == "coflow" and model in _MODEL_LP:     # the default --lp: the model's own bound
         lp = _MODEL_LP[model]
     if lp == "moldable":
-        doc = _moldable_bounds(w)
+        doc = _finite_bound(_moldable_bounds(w), workload)
         click.echo(json.dumps(doc) if as_json else
                    f"moldable: minsum LP {doc['minsum']:.8g}, makespan bound "
                    f"{doc['makespan']:.8g} ({doc['seconds']:.2f} s)")
         return
     if lp in ("cls", "coge", "task-level"):
-        doc = _msjo_bound(w, lp, tolerance)
+        doc = _finite_bound(_msjo_bound(w, lp, tolerance), workload)
         click.echo(json.dumps(doc) if as_json else
                    f"{doc['name']} ({lp}): value {doc['value']:.8g} on "
                    f"{'sum_u w_u C_u' if lp == 'task-level' else 'sum_j w_j C_j'} "
@@ -332,10 +340,21 @@ def bound(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_re
     doc = {"lp": lp, "cores": m, "objective": objective, "value": res.value,
            "rounds": res.rounds, "cuts": res.details.cuts, "seconds": res.seconds,
            "status": res.status}
+    _finite_bound(doc, workload)
     click.echo(json.dumps(doc) if as_json else
                f"LP ({ {'flow': 1, 'coflow': 7, 'single': 8}[lp] }) {objective}, "
                f"{m} core(s): value {res.value:.8g} ({res.rounds} rounds, "
                f"{res.details.cuts} cuts, {res.seconds:.2f} s)")
+
+
+def _finite_bound(doc: dict, workload: str) -> dict:
+    """``doc`` if every number in it is finite; else exit 1 with one line (a bound is never
+    printed as NaN or Infinity, which are not JSON either)."""
+    bad = {k: v for k, v in doc.items() if isinstance(v, float) and not math.isfinite(v)}
+    if bad:
+        _fail(f"{workload}: the LP gave {bad} (status {doc.get('status')!r}): the "
+              f"workload's numbers are beyond what the solver can represent", 1)
+    return doc
 
 
 #: the lower bound ``bound`` computes for a workload of these job models without ``--lp``
@@ -367,8 +386,8 @@ def _msjo_bound(w, lp: str, tolerance: float) -> dict:
     if not (is_joint(w) and w.model == "msjo"):
         raise click.BadParameter(f"--lp {lp} bounds msjo workloads (\"model\": \"msjo\"; "
                                  f"coflowemu generate --kind msjo)")
-    if tolerance < 0:
-        raise click.BadParameter(f"--tolerance must be >= 0, got {tolerance}")
+    if not (math.isfinite(tolerance) and tolerance >= 0):
+        raise click.BadParameter(f"--tolerance must be a finite number >= 0, got {tolerance}")
     a = msjo_cluster(w)[0].arrays
     res = {"cls": solve_cls_lp, "task-level": solve_task_lp}[lp](a) if lp != "coge" \
         else solve_coge(a, threshold=tolerance)
@@ -396,6 +415,7 @@ def _compute_bound(w, lp, objective, as_json):
     doc = {"lp": lp, "name": res.lp, "objective": "jobs", "value": res.value,
            "seconds": res.seconds, "status": res.status, "variables": res.details.variables,
            "rows": res.details.rows}
+    _finite_bound(doc, w.name)
     click.echo(json.dumps(doc) if as_json else
                f"{res.lp} ({lp}), weighted job completion: value {res.value:.8g} "
                f"({res.details.variables} variables, {res.details.rows} rows, "
@@ -485,11 +505,12 @@ def generate(kind, seed, ports, cores, rate, coflows, mean_size, chi, jobs, load
               help="One row per input (src) or output (dst) port of each core.")
 def gantt(segments, out, by):
     """Draw a per-core, per-port timeline of a run's SEGMENTS file."""
-    from experiments.plots import gantt as draw, read_segments
-    try:
-        segs = [s for s in read_segments(segments) if "coflow" in s]  # not task segments
-    except ValueError as e:
-        raise click.BadParameter(str(e)) from None
+    from emulate.io.segments import read_segments
+    from experiments.plots import gantt as draw
+    segs = read_segments(segments, kind="flow")             # not task segments
+    if not segs:
+        raise click.BadParameter(f"{segments}: no flow segments to draw (write them with "
+                                 f"`coflowemu run W --segments {segments}`)")
     draw(segs, out, by=by)
     click.echo(f"wrote {out} ({len(segs)} segments)")
 

@@ -45,9 +45,9 @@ from collections import defaultdict
 import numpy as np
 
 from controller.jobmodel import DEFAULT_MODEL
-from controller.model import Coflow, Flow, Job, Workload, WorkloadError
+from controller.model import MAX_SECONDS, Coflow, Flow, Job, Workload, WorkloadError
 from emulate.io.records import atomic_write
-from topologies.fabric import Fabric, FabricError
+from topologies.fabric import MAX_PORTS, Fabric, FabricError
 
 #: Where users can fetch the public benchmark (the project does not ship it).
 FB2010_URL = ("https://raw.githubusercontent.com/coflow/coflow-benchmark/master/"
@@ -75,19 +75,39 @@ def read_json(path: str, *, cores: int | None = None, rate_bps: float | None = N
     WorkloadError
         Naming the file, the line (where it can be found) and the field.
     """
-    try:
-        with open(path) as fh:
-            text = fh.read()
-    except OSError as e:
-        raise WorkloadError(f"cannot read workload: {e.strerror}", source=path) from None
+    text = read_text(path, "workload")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise WorkloadError(f"malformed JSON: {e.msg} (column {e.colno})", source=path,
                             line=e.lineno) from None
+    except RecursionError:
+        raise WorkloadError(f"malformed JSON: nested deeper than Python's JSON reader "
+                            f"allows (a workload nests a few levels)", source=path,
+                            line=1) from None
+    except ValueError as e:     # an integer of more than sys.get_int_max_str_digits()
+        raise WorkloadError(f"malformed JSON: {e}", source=path) from None
     if isinstance(doc, dict) and "machines" in doc:
         return joint_from_dict(doc, source=path, text=text, cores=cores, rate_bps=rate_bps)
     return workload_from_dict(doc, source=path, text=text, cores=cores, rate_bps=rate_bps)
+
+
+def read_text(path: str, what: str) -> str:
+    """The UTF-8 text of ``path``, or a :class:`WorkloadError` naming the file (and the
+    line and column of the first byte that is not UTF-8)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        raise WorkloadError(f"cannot read {what}: {e.strerror}", source=path) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line_start = data.rfind(b"\n", 0, e.start) + 1
+        raise WorkloadError(f"not UTF-8 text: byte 0x{data[e.start]:02x} at column "
+                            f"{e.start - line_start + 1} (a {what} must be UTF-8 text)",
+                            source=path, line=data.count(b"\n", 0, e.start) + 1,
+                            field="encoding") from None
 
 
 def _line_of(text: str | None, *needles: str) -> int | None:
@@ -173,11 +193,12 @@ def workload_from_dict(doc, *, source: str = "<workload>", text: str | None = No
             raise e.located(source, line) from None
     arcs = doc.get("precedence", [])
     if not isinstance(arcs, list):
-        raise WorkloadError("'precedence' must be a list of [before, after] pairs",
-                            source=source, line=_line_of(text, r'"precedence"'),
+        raise WorkloadError(f"'precedence' must be a list of [before, after] pairs, got "
+                            f"{arcs!r}", source=source, line=_line_of(text, r'"precedence"'),
                             field="precedence")
     jobs = []
-    for n, j in enumerate(doc.get("jobs", [])):
+    for n, j in enumerate(_require(doc, "jobs", list, "top level", source,
+                                   _line_of(text, r'"jobs"'), default=[])):
         where = f"jobs[{n}]"
         line = _line_of(text, _id_pattern(j.get("id")) if isinstance(j, dict) else None)
         if not isinstance(j, dict):
@@ -505,35 +526,39 @@ def read_fb_trace(path: str, *, cores: int = 1, rate_bps: float = 2.0**30,
     min_mb : float
         Drop coflows whose total shuffle is below this many MB (0 keeps all).
     scale_bytes, scale_time : float
-        Multiply every size / arrival time.
+        Multiply every size / arrival time (finite, > 0).
     zero_release : bool
         Release every coflow at time 0 (the offline setting of the LP benchmarks).
     limit : int, optional
-        Keep only the first ``limit`` coflows.
+        Keep only the first ``limit`` coflows (>= 1).
 
     Raises
     ------
     WorkloadError
-        With file, line and field for a malformed line.
+        With file, line and field for a malformed line; with file and the option's name
+        for an option out of range. The header's ports and the flows a line expands to
+        (mappers x reducers) are checked against the limits (``fabric.MAX_PORTS``,
+        :data:`MAX_TRACE_FLOWS`) before anything is allocated.
     """
-    try:
-        fh = open(path)
-    except OSError as e:
-        raise WorkloadError(f"cannot read trace: {e.strerror}", source=path) from None
-    with fh:
-        lines = fh.read().splitlines()
+    _check_trace_options(path, hosts=hosts, min_mb=min_mb, scale_bytes=scale_bytes,
+                         scale_time=scale_time, limit=limit, seed=seed)
+    lines = read_text(path, "trace").splitlines()
     if not lines:
         raise WorkloadError("empty trace", source=path, line=1)
     head = lines[0].split()
-    if len(head) != 2 or not all(x.isdigit() for x in head):
-        raise WorkloadError("first line must be '<ports> <coflows>'", source=path, line=1,
-                            field="header")
+    if len(head) != 2 or not all(re.fullmatch(r"[0-9]+", x) for x in head):
+        raise WorkloadError("first line must be '<ports> <coflows>' (two integers)",
+                            source=path, line=1, field="header")
     ports, declared = int(head[0]), int(head[1])
+    if not 1 <= ports <= MAX_PORTS:
+        raise WorkloadError(f"the trace's ports must be in 1..{MAX_PORTS}, got {head[0]}",
+                            source=path, line=1, field="header")
     nhosts = hosts or ports
     perm = (np.random.default_rng(seed).permutation(ports) % nhosts if hosts
             else np.arange(ports))
     coflows = []
     seen_ids: dict[str, int] = {}
+    n_flows = 0
     for ln, raw in enumerate(lines[1:], start=2):
         if not raw.strip():
             continue
@@ -548,18 +573,32 @@ def read_fb_trace(path: str, *, cores: int = 1, rate_bps: float = 2.0**30,
             cid = tok[0]
             arrival = float(tok[1])
             nm = int(tok[2])
-            mappers = [int(x) for x in tok[3:3 + nm]]
-            nr = int(tok[3 + nm]) if len(mappers) == nm else None
         except (IndexError, ValueError):
             raise bad("line", "expected '<id> <arrival ms> <#mappers> <ports>... "
                               "<#reducers> <port>:<MB>...'") from None
-        if nr is None:
+        if nm < 0:
+            raise bad("mappers", f"the number of mappers must be >= 1, got {nm}")
+        try:
+            mappers = [int(x) for x in tok[3:3 + nm]]
+        except ValueError:
+            raise bad("mappers", f"mapper ports must be integers, got "
+                                 f"{' '.join(tok[3:3 + nm])[:60]!r}") from None
+        if len(mappers) != nm:
             raise bad("mappers", f"expected {nm} mapper ports, found {len(mappers)}")
+        try:
+            nr = int(tok[3 + nm])
+        except IndexError:
+            raise bad("reducers", "expected '<#reducers> <port>:<MB>...' after the "
+                                  "mappers") from None
+        except ValueError:
+            raise bad("reducers", f"the number of reducers must be an integer, got "
+                                  f"{tok[3 + nm]!r}") from None
         red = tok[4 + nm:]
         if len(red) != nr:
             raise bad("reducers", f"expected {nr} reducers 'port:MB', found {len(red)}")
-        if not math.isfinite(arrival) or arrival < 0:
-            raise bad("arrival", f"arrival must be a finite number >= 0 ms, got {tok[1]}")
+        if not math.isfinite(arrival) or not 0 <= arrival <= MAX_SECONDS * 1000.0:
+            raise bad("arrival", f"arrival must be a finite number of ms >= 0 and at most "
+                                 f"{MAX_SECONDS * 1000:g}, got {tok[1]}")
         if cid in seen_ids:
             raise bad("id", f"duplicate coflow id {cid!r} (first on line {seen_ids[cid]})")
         seen_ids[cid] = ln
@@ -568,9 +607,12 @@ def read_fb_trace(path: str, *, cores: int = 1, rate_bps: float = 2.0**30,
         for p in mappers:
             if not 0 <= p < ports:
                 raise bad("mappers", f"mapper port {p} out of range 0..{ports - 1}")
-        demand = defaultdict(float)
-        total_mb = 0.0
-        for r in red:
+        if n_flows + nm * nr > MAX_TRACE_FLOWS:
+            raise bad("reducers", f"{nm} mappers x {nr} reducers make the trace's flows "
+                                  f"more than {MAX_TRACE_FLOWS} (the limit of a trace)")
+        rport = np.empty(nr, dtype=np.int64)
+        rmb = np.empty(nr, dtype=np.float64)
+        for k, r in enumerate(red):
             port, sep, mb = r.partition(":")
             try:
                 port_i, mb_f = int(port), float(mb)
@@ -579,14 +621,22 @@ def read_fb_trace(path: str, *, cores: int = 1, rate_bps: float = 2.0**30,
             if not sep or not 0 <= port_i < ports:
                 raise bad("reducers", f"reducer port in {r!r} out of range 0..{ports - 1}")
             if not math.isfinite(mb_f) or mb_f < 0:
-                raise bad("reducers", f"negative or non-finite size in {r!r} (must be a number >= 0)")
-            total_mb += mb_f
-            share = mb_f * MB * scale_bytes / nm
-            for m in mappers:
-                demand[(int(perm[m]), int(perm[port_i]))] += share
+                raise bad("reducers", f"negative or non-finite size in {r!r} (must be a "
+                                      f"number >= 0)")
+            rport[k], rmb[k] = port_i, mb_f
+        total_mb = float(rmb.sum())
         if total_mb < min_mb:
             continue
-        flows = tuple(Flow(s, d, b) for (s, d), b in sorted(demand.items()) if b > 0)
+        n_flows += nm * nr
+        # reducer-major, mapper-minor, as the bytes are added up (float sums in one order)
+        m = perm[np.asarray(mappers, dtype=np.int64)]
+        key = (np.repeat(perm[rport], nm) + np.tile(m, nr) * nhosts)  # src * n + dst
+        share = np.repeat(rmb * MB * scale_bytes / nm, nm)
+        pair, inverse = np.unique(key, return_inverse=True)
+        size = np.bincount(inverse, weights=share, minlength=len(pair))
+        keep = size > 0
+        flows = tuple(Flow(int(k // nhosts), int(k % nhosts), float(b))
+                      for k, b in zip(pair[keep], size[keep]))
         release = 0.0 if zero_release else arrival / 1000.0 * scale_time
         try:
             coflows.append(Coflow(cid, flows, release=release, weight=1.0))
@@ -598,19 +648,53 @@ def read_fb_trace(path: str, *, cores: int = 1, rate_bps: float = 2.0**30,
     try:
         return Workload(Fabric(nhosts, cores, rate_bps), tuple(coflows),
                         name=path.rsplit("/", 1)[-1])
+    except FabricError as e:
+        raise WorkloadError(str(e), source=path, field="fabric") from None
     except WorkloadError as e:
         raise e.located(path) from None
+
+
+#: the most flows a trace may expand to (mappers x reducers summed over its coflows):
+#: about 3x FB2010 tiled 10 times
+MAX_TRACE_FLOWS = 20_000_000
+
+
+def _check_trace_options(path, *, hosts, min_mb, scale_bytes, scale_time, limit, seed):
+    """The FB reader's options, each a :class:`WorkloadError` naming the file and the
+    option (as the command line spells it) when out of range."""
+    def fail(option, allowed, value):
+        raise WorkloadError(f"--{option.replace('_', '-')} must be {allowed}, got {value!r}",
+                            source=path, field=option)
+
+    def integer(v):
+        return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+    def real(v):
+        return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+    if hosts is not None and not (integer(hosts) and 1 <= hosts <= MAX_PORTS):
+        fail("hosts", f"an integer in 1..{MAX_PORTS}", hosts)
+    if not (real(min_mb) and math.isfinite(min_mb) and min_mb >= 0):
+        fail("min_mb", "a finite number >= 0", min_mb)
+    for option, v in (("scale_bytes", scale_bytes), ("scale_time", scale_time)):
+        if not (real(v) and math.isfinite(v) and v > 0):
+            fail(option, "a finite number > 0 (--zero-release puts every arrival at 0)"
+                 if option == "scale_time" else "a finite number > 0", v)
+    if limit is not None and not (integer(limit) and limit >= 1):
+        fail("limit", "an integer >= 1", limit)
+    if not integer(seed):
+        fail("seed", "an integer", seed)
 
 
 def read_workload(path: str, *, cores: int | None = None, rate_bps: float | None = None,
                   **trace_options) -> Workload:
     """Read a JSON workload or a FB-benchmark trace, by content."""
     try:
-        with open(path) as fh:
+        with open(path, "rb") as fh:
             first = fh.read(64).lstrip()
     except OSError as e:
         raise WorkloadError(f"cannot read workload: {e.strerror}", source=path) from None
-    if first.startswith("{"):
+    if first.startswith((b"{", b"[")):       # JSON (a list is refused as its top level)
         if trace_options:
             raise WorkloadError(f"options {sorted(trace_options)} apply to FB traces only",
                                 source=path)
