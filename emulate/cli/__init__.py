@@ -55,6 +55,11 @@ class _Group(click.Group):
             _fail(str(e), 2 if e.setup else 1)
         except Exception as e:
             from controller.plan import PlanError
+            if isinstance(e, click.UsageError) and not (
+                    isinstance(e, click.BadParameter) and e.param is None):
+                # click's own parsing errors (no such option, not an integer): one line too
+                hint = f" (see {e.ctx.command_path} --help)" if e.ctx else ""
+                _fail(e.format_message() + hint)
             if isinstance(e, _user_errors()):
                 _fail(str(e))
             if isinstance(e, PlanError):

@@ -29,6 +29,11 @@ Built-in kinds:
 
 A new job model adds its kind here: one decorated function.
 
+Every parameter is checked before anything is generated: the fabric against its limits
+(:mod:`topologies.fabric`), the seed an integer >= 0, a count (``coflows``, ``jobs``,
+``n_jobs``, ``chi``) an integer in ``1..MAX_COUNT`` (100,000), every other number finite
+and >= 0 (``mean_bytes`` > 0; the fractions ``second_round``, ``remote_fraction`` <= 1).
+
 Examples
 --------
 >>> w = generate("mapreduce", seed=1, ports=4, params={"n_jobs": "3"})
@@ -38,6 +43,7 @@ Examples
 from __future__ import annotations
 
 import inspect
+import math
 from typing import Callable
 
 _KINDS: dict[str, Callable] = {}
@@ -70,15 +76,46 @@ def params_of(name: str) -> dict[str, object]:
 def generate(name: str, *, seed: int = 0, ports: int = 8, cores: int = 2,
              rate_bps: float = 1e9, params: dict | None = None):
     """A workload of kind ``name``; ``params`` values may be strings (from the CLI)."""
+    from topologies.fabric import Fabric
     fn = _get(name)
     known = params_of(name)
+    Fabric(ports, cores, rate_bps)          # its limits, before anything is sized by it
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise GeneratorError(f"--seed must be an integer >= 0, got {seed!r}")
     kw = {}
     for key, value in (params or {}).items():
         if key not in known:
             raise GeneratorError(f"--kind {name} has no parameter {key!r}; its parameters: "
                                  f"{', '.join(known) or 'none'}")
-        kw[key] = _convert(name, key, value, known[key])
-    return fn(seed, ports=ports, cores=cores, rate_bps=rate_bps, **kw)
+        kw[key] = _checked(key, _convert(name, key, value, known[key]))
+    try:
+        return fn(seed, ports=ports, cores=cores, rate_bps=rate_bps, **kw)
+    except GeneratorError:
+        raise
+    except ValueError as e:     # a parameter the kind's own generator refused
+        raise GeneratorError(f"--kind {name}: {e}") from None
+
+
+#: the most coflows or jobs a generator makes
+MAX_COUNT = 100_000
+_COUNTS = ("coflows", "jobs", "n_jobs", "chi")
+_FRACTIONS = ("second_round", "remote_fraction")
+
+
+def _checked(key, value):
+    """``value`` of parameter ``key`` if in range (see the module docstring)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    if key in _COUNTS:
+        if not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
+            raise GeneratorError(f"--param {key}={value}: must be an integer in "
+                                 f"1..{MAX_COUNT}")
+    elif not (math.isfinite(value) and value >= 0) or (key == "mean_bytes" and value == 0):
+        raise GeneratorError(f"--param {key}={value}: must be a finite number "
+                             f"{'> 0' if key == 'mean_bytes' else '>= 0'}")
+    elif key in _FRACTIONS and value > 1:
+        raise GeneratorError(f"--param {key}={value}: a fraction, must be in 0..1")
+    return value
 
 
 _COMMON = ("seed", "ports", "cores", "rate_bps")
