@@ -125,6 +125,9 @@ def get_policy(spec: str, **options) -> Policy:
             raise PolicyError(f"{spec!r} is not a policy: {spec.partition(':')[2]!r} must be "
                               f"a subclass of controller.policies.Policy (or a "
                               f"ComputePlanner with +network on a joint workload)")
+        if cls.plan is Policy.plan:
+            raise PolicyError(f"{spec!r} does not implement plan(state) (a policy overrides "
+                              f"Policy.plan)")
     else:
         known = catalogue()
         if spec not in known:
