@@ -15,10 +15,11 @@ Everything is validated on construction. Errors are :class:`WorkloadError`, whic
 where (file, line, coflow) and which field was wrong.
 
 Limits: a flow's ``bytes`` at most ``MAX_BYTES`` (1e18, an exabyte), a ``release`` (and
-every other time of a workload) at most ``MAX_SECONDS`` (1e9 s, about 31 years), a
-``weight`` at most ``MAX_WEIGHT`` (1e9). Larger values are input mistakes (a size in the
+every other time of a workload) at most ``MAX_SECONDS`` (1e15 s: beyond it a float64
+clock cannot resolve 1/8 s), a ``weight`` at most ``MAX_WEIGHT`` (1e9). Larger values are input mistakes (a size in the
 wrong unit, a timestamp in ns), and beyond them the LPs and the simulator's clock lose
-all precision or overflow; the fabric's limits are in :mod:`topologies.fabric`.
+all precision or overflow (``bytes: 1e308`` once made the LP bound NaN); the fabric's
+limits are in :mod:`topologies.fabric`.
 
 The simulator, the LPs and the policies work on :class:`FlowArrays`, the flat numpy view
 of a workload (one row per flow with positive size), built once by
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
 #: the largest values a workload may hold (see the module docstring)
 MAX_BYTES = 1e18
-MAX_SECONDS = 1e9
+MAX_SECONDS = 1e15
 MAX_WEIGHT = 1e9
 
 
@@ -81,42 +82,162 @@ class Flow:
     bytes: float
 
 
-@dataclass(frozen=True)
 class Coflow:
-    """A set of flows that complete together, released at ``release`` seconds."""
+    """A set of flows that complete together, released at ``release`` seconds.
 
-    id: str
-    flows: tuple[Flow, ...]
-    release: float = 0.0
-    weight: float = 1.0
+    ``Coflow(id, flows, release=0.0, weight=1.0)`` from :class:`Flow` objects, or
+    :meth:`Coflow.from_arrays` from numpy arrays of sources, destinations and sizes (a
+    trace's million flows are then never Python objects: :attr:`flows` is built on first
+    use). Either way the flows are validated at once over arrays; only when that check
+    fails are they walked one by one, to name the first bad flow. Immutable; equal when
+    id, release, weight and flows are.
+    """
 
-    def __post_init__(self):
+    __slots__ = ("id", "release", "weight", "_flows", "src", "dst", "size")
+
+    def __init__(self, id: str, flows=(), release: float = 0.0, weight: float = 1.0):
+        flows = tuple(flows)
+        _set(self, id=id, release=release, weight=weight, _flows=flows)
+        self._check_fields()
+        try:
+            src = np.fromiter((f.src for f in flows), dtype=np.int64, count=len(flows))
+            dst = np.fromiter((f.dst for f in flows), dtype=np.int64, count=len(flows))
+            size = np.fromiter((f.bytes for f in flows), dtype=np.float64, count=len(flows))
+            ports = {type(f.src) for f in flows} | {type(f.dst) for f in flows}
+            sizes = {type(f.bytes) for f in flows}
+            if bool in ports | sizes or any(not issubclass(k, (int, np.integer))
+                                            for k in ports) or any(
+                    not issubclass(k, (int, float, np.integer, np.floating)) for k in sizes):
+                raise TypeError
+        except (AttributeError, TypeError, ValueError, OverflowError):
+            _check_flows_each(id, flows)     # raises, naming the first bad flow
+        self._set_arrays(src, dst, size)
+
+    @classmethod
+    def from_arrays(cls, id: str, src, dst, size, release: float = 0.0,
+                    weight: float = 1.0) -> "Coflow":
+        """A coflow of flows ``src[i] -> dst[i]`` of ``size[i]`` bytes (array-likes of one
+        length; ports integers, sizes numbers). Validated as the constructor validates."""
+        self = object.__new__(cls)
+        _set(self, id=id, release=release, weight=weight, _flows=None)
+        self._check_fields()
+        src, dst, size = (np.asarray(x) for x in (src, dst, size))
+        if not (len(src) == len(dst) == len(size)) or not (
+                np.issubdtype(src.dtype, np.integer) and np.issubdtype(dst.dtype, np.integer)
+                and (np.issubdtype(size.dtype, np.floating)
+                     or np.issubdtype(size.dtype, np.integer))):
+            raise WorkloadError(f"coflow {id!r}: src, dst and size must be arrays of one "
+                                f"length (integer ports, numeric sizes)", field="flows")
+        self._set_arrays(src.astype(np.int64), dst.astype(np.int64),
+                         size.astype(np.float64))
+        return self
+
+    def _check_fields(self):
         cid = self.id
         if not isinstance(cid, str) or not cid:
             raise WorkloadError("coflow id must be a non-empty string", field="id")
-        object.__setattr__(self, "flows", tuple(self.flows))
         _check_number(self.release, f"coflow {cid!r}", "release", minimum=0.0,
                       maximum=MAX_SECONDS)
         _check_number(self.weight, f"coflow {cid!r}", "weight", minimum=0.0,
                       maximum=MAX_WEIGHT)
-        seen = set()
-        for n, f in enumerate(self.flows):
-            where = f"coflow {cid!r} flows[{n}]"
-            for name in ("src", "dst"):
-                v = getattr(f, name)
-                if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-                    raise WorkloadError(f"{where}: port must be a non-negative integer, got {v!r}",
-                                        field=name)
-            _check_number(f.bytes, where, "bytes", minimum=0.0, maximum=MAX_BYTES)
-            if (f.src, f.dst) in seen:
-                raise WorkloadError(
-                    f"{where}: duplicate flow {f.src}->{f.dst} (at most one flow per "
-                    f"(src, dst) in a coflow; merge their bytes)", field="flows")
-            seen.add((f.src, f.dst))
+
+    def _set_arrays(self, src, dst, size):
+        """Check the flows over arrays; on a failure, walk them to name the first bad one."""
+        ok = (len(size) == 0 or (
+            src.min() >= 0 and dst.min() >= 0 and np.isfinite(size).all()
+            and size.min() >= 0.0 and size.max() <= MAX_BYTES))
+        if ok and len(size) > 1:
+            order = np.lexsort((dst, src))
+            s, d = src[order], dst[order]
+            ok = not ((s[1:] == s[:-1]) & (d[1:] == d[:-1])).any()
+        if not ok:
+            flows = self._flows if self._flows is not None else _flows_of(src, dst, size)
+            _check_flows_each(self.id, flows)
+        size = size + 0.0                                 # -0.0 stored as 0.0
+        for a in (src, dst, size):
+            a.setflags(write=False)
+        _set(self, src=src, dst=dst, size=size)
+
+    @property
+    def flows(self) -> tuple[Flow, ...]:
+        """The flows as :class:`Flow` objects (built on first use for a coflow made
+        :meth:`from_arrays`)."""
+        if self._flows is None:
+            _set(self, _flows=_flows_of(self.src, self.dst, self.size))
+        return self._flows
 
     @property
     def total_bytes(self) -> float:
-        return float(sum(f.bytes for f in self.flows))
+        if self._flows is not None:
+            return float(sum(f.bytes for f in self._flows))
+        return float(sum(self.size.tolist()))
+
+    def __len__(self) -> int:
+        return len(self.size)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"Coflow is immutable (cannot set {name!r})")
+
+    def __eq__(self, other):
+        if not isinstance(other, Coflow):
+            return NotImplemented
+        return (self.id == other.id and self.release == other.release
+                and self.weight == other.weight and np.array_equal(self.src, other.src)
+                and np.array_equal(self.dst, other.dst)
+                and np.array_equal(self.size, other.size))
+
+    def __hash__(self):
+        return hash((self.id, self.release, self.weight, self.src.tobytes(),
+                     self.dst.tobytes(), self.size.tobytes()))
+
+    def __repr__(self):
+        return (f"Coflow(id={self.id!r}, flows={self.flows!r}, release={self.release!r}, "
+                f"weight={self.weight!r})")
+
+    def __reduce__(self):
+        return (_coflow_from_state, (self.id, self.src, self.dst, self.size, self.release,
+                                     self.weight, self._flows))
+
+
+def _set(obj, **values):
+    for k, v in values.items():
+        object.__setattr__(obj, k, v)
+
+
+def _flows_of(src, dst, size) -> tuple[Flow, ...]:
+    return tuple(map(Flow, src.tolist(), dst.tolist(), size.tolist()))
+
+
+def _coflow_from_state(id, src, dst, size, release, weight, flows):
+    """Unpickle a :class:`Coflow` (already validated when it was made)."""
+    c = object.__new__(Coflow)
+    _set(c, id=id, src=src, dst=dst, size=size, release=release, weight=weight,
+         _flows=flows)
+    return c
+
+
+def _check_flows_each(cid: str, flows) -> None:
+    """Walk ``flows`` one by one; raise a :class:`WorkloadError` naming the first bad one
+    (a port that is not a non-negative integer, a size out of range, a repeated pair)."""
+    seen = set()
+    for n, f in enumerate(flows):
+        where = f"coflow {cid!r} flows[{n}]"
+        if not isinstance(f, Flow):
+            raise WorkloadError(f"{where} must be a Flow, got {f!r}", field="flows")
+        for name in ("src", "dst"):
+            v = getattr(f, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise WorkloadError(f"{where}: port must be a non-negative integer, got "
+                                    f"{_short(v)}", field=name)
+            if v >= 2**62:
+                raise WorkloadError(f"{where}: port {_short(v)} out of range", field=name)
+        _check_number(f.bytes, where, "bytes", minimum=0.0, maximum=MAX_BYTES)
+        if (f.src, f.dst) in seen:
+            raise WorkloadError(
+                f"{where}: duplicate flow {f.src}->{f.dst} (at most one flow per "
+                f"(src, dst) in a coflow; merge their bytes)", field="flows")
+        seen.add((f.src, f.dst))
+    raise WorkloadError(f"coflow {cid!r}: its flows are not valid", field="flows")
 
 
 @dataclass(frozen=True)
@@ -153,12 +274,14 @@ class Workload:
                 raise WorkloadError(f"duplicate coflow id {c.id!r} (coflows[{ids[c.id]}] and "
                                     f"coflows[{n}])", field="id")
             ids[c.id] = n
-            for k, f in enumerate(c.flows):
-                for name in ("src", "dst"):
-                    if getattr(f, name) >= self.fabric.ports:
-                        raise WorkloadError(
-                            f"coflow {c.id!r} flows[{k}]: port {getattr(f, name)} out of range "
-                            f"(the fabric has ports 0..{self.fabric.ports - 1})", field=name)
+            if len(c) and max(c.src.max(), c.dst.max()) >= self.fabric.ports:
+                for k, (s, d) in enumerate(zip(c.src.tolist(), c.dst.tolist())):
+                    for name, port in (("src", s), ("dst", d)):
+                        if port >= self.fabric.ports:
+                            raise WorkloadError(
+                                f"coflow {c.id!r} flows[{k}]: port {port} out of range "
+                                f"(the fabric has ports 0..{self.fabric.ports - 1})",
+                                field=name)
         first_at = {}
         for n, arc in enumerate(self.precedence):
             for end in arc:
@@ -291,14 +414,13 @@ class FlowArrays:
 
     @classmethod
     def from_workload(cls, w: Workload) -> "FlowArrays":
-        src, dst, cof, size = [], [], [], []
-        for k, c in enumerate(w.coflows):
-            for f in c.flows:
-                if f.bytes > 0:
-                    src.append(f.src)
-                    dst.append(f.dst)
-                    cof.append(k)
-                    size.append(float(f.bytes))
+        cs = w.coflows
+        keep = [c.size > 0 for c in cs]
+        src = np.concatenate([c.src[k] for c, k in zip(cs, keep)] or [np.zeros(0, np.int64)])
+        dst = np.concatenate([c.dst[k] for c, k in zip(cs, keep)] or [np.zeros(0, np.int64)])
+        size = np.concatenate([c.size[k] for c, k in zip(cs, keep)] or [np.zeros(0)])
+        cof = np.repeat(np.arange(len(cs), dtype=np.int64),
+                        [int(k.sum()) for k in keep]) if cs else np.zeros(0, np.int64)
         n = len(w.coflows)
         arcs = np.array([(w.index[a], w.index[b]) for a, b in w.precedence],
                         dtype=np.int64).reshape(-1, 2)
@@ -312,8 +434,8 @@ class FlowArrays:
             for cid in j.coflows:
                 job_of[w.index[cid]] = g
         return cls(
-            src=np.array(src, dtype=np.int64), dst=np.array(dst, dtype=np.int64),
-            coflow=np.array(cof, dtype=np.int64), size=np.array(size, dtype=np.float64),
+            src=src.astype(np.int64), dst=dst.astype(np.int64), coflow=cof,
+            size=size.astype(np.float64),
             release=np.array([c.release for c in w.coflows], dtype=np.float64),
             weight=np.array([c.weight for c in w.coflows], dtype=np.float64),
             n_coflows=n, ports=w.fabric.ports, cores=w.fabric.cores, arcs=arcs,

@@ -635,11 +635,10 @@ def read_fb_trace(path: str, *, cores: int = 1, rate_bps: float = 2.0**30,
         pair, inverse = np.unique(key, return_inverse=True)
         size = np.bincount(inverse, weights=share, minlength=len(pair))
         keep = size > 0
-        flows = tuple(Flow(int(k // nhosts), int(k % nhosts), float(b))
-                      for k, b in zip(pair[keep], size[keep]))
         release = 0.0 if zero_release else arrival / 1000.0 * scale_time
         try:
-            coflows.append(Coflow(cid, flows, release=release, weight=1.0))
+            coflows.append(Coflow.from_arrays(cid, pair[keep] // nhosts, pair[keep] % nhosts,
+                                              size[keep], release=release, weight=1.0))
         except WorkloadError as e:
             raise e.located(path, ln) from None
     if limit is None and min_mb == 0 and len(coflows) != declared:
