@@ -434,8 +434,7 @@ class FlowArrays:
             for cid in j.coflows:
                 job_of[w.index[cid]] = g
         return cls(
-            src=src.astype(np.int64), dst=dst.astype(np.int64), coflow=cof,
-            size=size.astype(np.float64),
+            src=src, dst=dst, coflow=cof, size=size,
             release=np.array([c.release for c in w.coflows], dtype=np.float64),
             weight=np.array([c.weight for c in w.coflows], dtype=np.float64),
             n_coflows=n, ports=w.fabric.ports, cores=w.fabric.cores, arcs=arcs,
