@@ -153,6 +153,12 @@ CASES = [
     # ---- options
     Case("policy-not-a-class", json.dumps(BASE), ["run", "{f}", "--policy", "os:getcwd"],
          ["os:getcwd", "not a policy"], reader=False, names_file=False),
+    Case("policy-abstract", json.dumps(BASE),
+         ["run", "{f}", "--policy", "controller.policies:Policy"], ["does not implement"],
+         reader=False, names_file=False),
+    Case("compute-policy-abstract", changed(JOINT, ("name",), "j"),
+         ["run", "{f}", "--policy", "controller.compute:ComputePlanner+sebf"],
+         ["does not implement"], reader=False, names_file=False),
     Case("policy-not-a-class-compare", json.dumps(BASE),
          ["compare", "{f}", "--policies", "os:path", "--no-lp-bound", "--out", "{f}.d"],
          ["os:path", "not a policy"], reader=False, names_file=False),
@@ -206,6 +212,14 @@ CASES = [
                                    ["map", "shuffle"]]),
          ["run", "{f}", "--policy", "fifo"], ["arcs[2]", "repeats"], "arcs"),
 ]
+
+
+def test_a_byte_order_mark_is_read_as_utf8(tmp_path):
+    """Editors that write a BOM produce valid workloads (JSON and traces alike)."""
+    for name, text in (("w.json", json.dumps(BASE)), ("t.txt", TRACE)):
+        path = tmp_path / name
+        path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+        assert len(read_workload(str(path)).coflows) == 2
 
 
 def read(case: Case, path: str):

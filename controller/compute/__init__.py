@@ -147,6 +147,9 @@ def compute_policy_of(cls: type, name: str) -> ComputePolicy:
         raise ComputePolicyError(f"{name!r} is not a compute policy: expected a class with "
                                  f"plan(arrays, background) (subclass "
                                  f"controller.compute.ComputePlanner)")
+    if getattr(cls, "plan", None) is ComputePlanner.plan:
+        raise ComputePolicyError(f"{name!r} does not implement plan(arrays, background) (a "
+                                 f"compute policy overrides ComputePlanner.plan)")
     pinned = bool(getattr(cls, "pinned", False))
     migration = bool(getattr(cls, "migration", False))
     preemptive = bool(getattr(cls, "preemptive", False))

@@ -101,7 +101,7 @@ def read_text(path: str, what: str) -> str:
     except OSError as e:
         raise WorkloadError(f"cannot read {what}: {e.strerror}", source=path) from None
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")        # a byte-order mark (some editors) dropped
     except UnicodeDecodeError as e:
         line_start = data.rfind(b"\n", 0, e.start) + 1
         raise WorkloadError(f"not UTF-8 text: byte 0x{data[e.start]:02x} at column "
@@ -690,7 +690,7 @@ def read_workload(path: str, *, cores: int | None = None, rate_bps: float | None
     """Read a JSON workload or a FB-benchmark trace, by content."""
     try:
         with open(path, "rb") as fh:
-            first = fh.read(64).lstrip()
+            first = fh.read(64).removeprefix(b"\xef\xbb\xbf").lstrip()
     except OSError as e:
         raise WorkloadError(f"cannot read workload: {e.strerror}", source=path) from None
     if first.startswith((b"{", b"[")):       # JSON (a list is refused as its top level)
