@@ -16,10 +16,10 @@ where (file, line, coflow) and which field was wrong.
 
 Limits: a flow's ``bytes`` at most ``MAX_BYTES`` (1e18, an exabyte), a ``release`` (and
 every other time of a workload) at most ``MAX_SECONDS`` (1e15 s: beyond it a float64
-clock cannot resolve 1/8 s), a ``weight`` at most ``MAX_WEIGHT`` (1e9). Larger values are input mistakes (a size in the
-wrong unit, a timestamp in ns), and beyond them the LPs and the simulator's clock lose
-all precision or overflow (``bytes: 1e308`` once made the LP bound NaN); the fabric's
-limits are in :mod:`topologies.fabric`.
+clock cannot resolve 1/8 s), a ``weight`` at most ``MAX_WEIGHT`` (1e9). Larger values
+are input mistakes (a size in the wrong unit, a timestamp in ns), and beyond them the
+LPs and the simulator's clock lose all precision or overflow (``bytes: 1e308`` once made
+the LP bound NaN); the fabric's limits are in :mod:`topologies.fabric`.
 
 The simulator, the LPs and the policies work on :class:`FlowArrays`, the flat numpy view
 of a workload (one row per flow with positive size), built once by

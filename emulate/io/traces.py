@@ -110,6 +110,12 @@ def read_text(path: str, what: str) -> str:
                             field="encoding") from None
 
 
+def _brief(value) -> str:
+    """``repr(value)`` cut to one short line (a bad value may be a huge list)."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _line_of(text: str | None, *needles: str) -> int | None:
     """Line of the first needle found in ``text`` (1-based)."""
     if not text:
@@ -137,7 +143,7 @@ def _require(obj, key, kind, where, source, line, default=None):
     if kind is not None and (isinstance(v, bool) or not isinstance(v, kind)):
         name = {list: "a list", str: "a string", dict: "an object",
                 int: "an integer"}.get(kind, "a number")
-        raise WorkloadError(f"{where}: {key!r} must be {name}, got {v!r}", source=source,
+        raise WorkloadError(f"{where}: {key!r} must be {name}, got {_brief(v)}", source=source,
                             line=line, field=key)
     return v
 
@@ -194,7 +200,7 @@ def workload_from_dict(doc, *, source: str = "<workload>", text: str | None = No
     arcs = doc.get("precedence", [])
     if not isinstance(arcs, list):
         raise WorkloadError(f"'precedence' must be a list of [before, after] pairs, got "
-                            f"{arcs!r}", source=source, line=_line_of(text, r'"precedence"'),
+                            f"{_brief(arcs)}", source=source, line=_line_of(text, r'"precedence"'),
                             field="precedence")
     jobs = []
     for n, j in enumerate(_require(doc, "jobs", list, "top level", source,
@@ -262,7 +268,7 @@ def _number_or_list(v, where, key, source, line):
             isinstance(v, list) and v and all(isinstance(x, (int, float))
                                              and not isinstance(x, bool) for x in v))):
         raise WorkloadError(f"{where}: {key!r} must be a number or a non-empty list of "
-                            f"numbers, got {v!r}", source=source, line=line, field=key)
+                            f"numbers, got {_brief(v)}", source=source, line=line, field=key)
     return tuple(float(x) for x in v) if isinstance(v, list) else (float(v),)
 
 
@@ -270,7 +276,7 @@ def _list_of_ids(obj, key, where, source, line, default=None):
     v = _require(obj, key, list, where, source, line, default=default)
     for x in v:
         if not isinstance(x, str):
-            raise WorkloadError(f"{where}: {key!r} must list ids (strings), got {x!r}",
+            raise WorkloadError(f"{where}: {key!r} must list ids (strings), got {_brief(x)}",
                                 source=source, line=line, field=key)
     return tuple(v)
 
@@ -332,7 +338,7 @@ def joint_from_dict(doc, *, source: str = "<workload>", text: str | None = None,
             line = line_of_id(mid) if "id" in m else _line_of(text, r'"machines"')
             where = f"machines[{n}]"
             if not isinstance(mid, str) or not mid:
-                raise WorkloadError(f"{where}: 'id' must be a non-empty string, got {mid!r}",
+                raise WorkloadError(f"{where}: 'id' must be a non-empty string, got {_brief(mid)}",
                                     source=source, line=line, field="id")
             cap = _number_or_list(m.get("capacity", 1.0), f"machine {mid!r}", "capacity",
                                   source, line)
@@ -372,7 +378,7 @@ def joint_from_dict(doc, *, source: str = "<workload>", text: str | None = None,
                 for mid, p in pl.items():
                     if isinstance(p, bool) or not isinstance(p, num):
                         raise WorkloadError(f"{tw}: placement[{mid!r}] must be a processing "
-                                            f"time in seconds, got {p!r}", source=source,
+                                            f"time in seconds, got {_brief(p)}", source=source,
                                             line=tline, field="placement")
                 tasks.append(Task(tid, size, pl, _require(t, "release", num, tw, source,
                                                            tline, 0.0), table,
@@ -420,7 +426,7 @@ def joint_from_dict(doc, *, source: str = "<workload>", text: str | None = None,
                 if not (isinstance(arc, list) and len(arc) == 2
                         and all(isinstance(x, str) for x in arc)):
                     raise WorkloadError(f"{where} arcs[{k}] must be a pair [before, after] of "
-                                        f"stage or coflow ids, got {arc!r}", source=source,
+                                        f"stage or coflow ids, got {_brief(arc)}", source=source,
                                         line=line, field="arcs")
             prio = _require(j, "priority", int, where, source, line, 0)
             jobs.append(JointJob(jid, _list_of_ids(j, "stages", where, source, line),
