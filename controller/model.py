@@ -88,17 +88,24 @@ class Coflow:
     ``Coflow(id, flows, release=0.0, weight=1.0)`` from :class:`Flow` objects, or
     :meth:`Coflow.from_arrays` from numpy arrays of sources, destinations and sizes (a
     trace's million flows are then never Python objects: :attr:`flows` is built on first
-    use). Either way the flows are validated at once over arrays; only when that check
-    fails are they walked one by one, to name the first bad flow. Immutable; equal when
-    id, release, weight and flows are.
+    use). ``src``, ``dst`` and ``size`` are the flows as read-only arrays. A few flows
+    are validated one by one; many (more than ``_FEW``) at once over arrays, and walked
+    one by one only when that check fails, to name the first bad flow. Immutable; equal
+    when id, release, weight and flows are.
     """
 
-    __slots__ = ("id", "release", "weight", "_flows", "src", "dst", "size")
+    __slots__ = ("id", "release", "weight", "_flows", "_src", "_dst", "_size")
+    _FEW = 64
 
     def __init__(self, id: str, flows=(), release: float = 0.0, weight: float = 1.0):
         flows = tuple(flows)
-        _set(self, id=id, release=release, weight=weight, _flows=flows)
+        _set(self, id=id, release=release, weight=weight, _flows=flows, _src=None,
+             _dst=None, _size=None)
         self._check_fields()
+        if len(flows) <= self._FEW:       # the arrays are made when first asked for
+            if not _check_flows_each(id, flows):
+                raise WorkloadError(f"coflow {id!r}: its flows are not valid", field="flows")
+            return
         try:
             src = np.fromiter((f.src for f in flows), dtype=np.int64, count=len(flows))
             dst = np.fromiter((f.dst for f in flows), dtype=np.int64, count=len(flows))
@@ -110,7 +117,9 @@ class Coflow:
                     not issubclass(k, (int, float, np.integer, np.floating)) for k in sizes):
                 raise TypeError
         except (AttributeError, TypeError, ValueError, OverflowError):
-            _check_flows_each(id, flows)     # raises, naming the first bad flow
+            _check_flows_each(id, flows)     # names the first bad flow
+            raise WorkloadError(f"coflow {id!r}: its flows are not valid", field="flows") \
+                from None
         self._set_arrays(src, dst, size)
 
     @classmethod
@@ -119,7 +128,8 @@ class Coflow:
         """A coflow of flows ``src[i] -> dst[i]`` of ``size[i]`` bytes (array-likes of one
         length; ports integers, sizes numbers). Validated as the constructor validates."""
         self = object.__new__(cls)
-        _set(self, id=id, release=release, weight=weight, _flows=None)
+        _set(self, id=id, release=release, weight=weight, _flows=None, _src=None, _dst=None,
+             _size=None)
         self._check_fields()
         src, dst, size = (np.asarray(x) for x in (src, dst, size))
         if not (len(src) == len(dst) == len(size)) or not (
@@ -153,10 +163,39 @@ class Coflow:
         if not ok:
             flows = self._flows if self._flows is not None else _flows_of(src, dst, size)
             _check_flows_each(self.id, flows)
+            raise WorkloadError(f"coflow {self.id!r}: its flows are not valid", field="flows")
+        self._store(src, dst, size)
+
+    def _store(self, src, dst, size):
         size = size + 0.0                                 # -0.0 stored as 0.0
         for a in (src, dst, size):
             a.setflags(write=False)
-        _set(self, src=src, dst=dst, size=size)
+        _set(self, _src=src, _dst=dst, _size=size)
+
+    def _arrays(self):
+        if self._size is None:
+            f = self._flows
+            self._store(np.array([x.src for x in f], dtype=np.int64),
+                        np.array([x.dst for x in f], dtype=np.int64),
+                        np.array([x.bytes for x in f], dtype=np.float64))
+
+    @property
+    def src(self) -> np.ndarray:
+        """Source port of every flow (read-only int64)."""
+        self._arrays()
+        return self._src
+
+    @property
+    def dst(self) -> np.ndarray:
+        """Destination port of every flow (read-only int64)."""
+        self._arrays()
+        return self._dst
+
+    @property
+    def size(self) -> np.ndarray:
+        """Bytes of every flow (read-only float64)."""
+        self._arrays()
+        return self._size
 
     @property
     def flows(self) -> tuple[Flow, ...]:
@@ -167,13 +206,22 @@ class Coflow:
         return self._flows
 
     @property
+    def max_port(self) -> int:
+        """The largest port a flow names (-1 without flows)."""
+        if not len(self):
+            return -1
+        if self._size is None:
+            return max(max(f.src, f.dst) for f in self._flows)
+        return int(max(self._src.max(), self._dst.max()))
+
+    @property
     def total_bytes(self) -> float:
         if self._flows is not None:
             return float(sum(f.bytes for f in self._flows))
         return float(sum(self.size.tolist()))
 
     def __len__(self) -> int:
-        return len(self.size)
+        return len(self._flows) if self._flows is not None else len(self._size)
 
     def __setattr__(self, name, value):
         raise AttributeError(f"Coflow is immutable (cannot set {name!r})")
@@ -211,14 +259,15 @@ def _flows_of(src, dst, size) -> tuple[Flow, ...]:
 def _coflow_from_state(id, src, dst, size, release, weight, flows):
     """Unpickle a :class:`Coflow` (already validated when it was made)."""
     c = object.__new__(Coflow)
-    _set(c, id=id, src=src, dst=dst, size=size, release=release, weight=weight,
+    _set(c, id=id, _src=src, _dst=dst, _size=size, release=release, weight=weight,
          _flows=flows)
     return c
 
 
-def _check_flows_each(cid: str, flows) -> None:
+def _check_flows_each(cid: str, flows) -> bool:
     """Walk ``flows`` one by one; raise a :class:`WorkloadError` naming the first bad one
-    (a port that is not a non-negative integer, a size out of range, a repeated pair)."""
+    (a port that is not a non-negative integer, a size out of range, a repeated pair), or
+    return True."""
     seen = set()
     for n, f in enumerate(flows):
         where = f"coflow {cid!r} flows[{n}]"
@@ -237,7 +286,7 @@ def _check_flows_each(cid: str, flows) -> None:
                 f"{where}: duplicate flow {f.src}->{f.dst} (at most one flow per "
                 f"(src, dst) in a coflow; merge their bytes)", field="flows")
         seen.add((f.src, f.dst))
-    raise WorkloadError(f"coflow {cid!r}: its flows are not valid", field="flows")
+    return True
 
 
 @dataclass(frozen=True)
@@ -274,7 +323,7 @@ class Workload:
                 raise WorkloadError(f"duplicate coflow id {c.id!r} (coflows[{ids[c.id]}] and "
                                     f"coflows[{n}])", field="id")
             ids[c.id] = n
-            if len(c) and max(c.src.max(), c.dst.max()) >= self.fabric.ports:
+            if len(c) and c.max_port >= self.fabric.ports:
                 for k, (s, d) in enumerate(zip(c.src.tolist(), c.dst.tolist())):
                     for name, port in (("src", s), ("dst", d)):
                         if port >= self.fabric.ports:

@@ -146,3 +146,22 @@ def test_flow_objects_of_the_wrong_type_are_refused(flow, field):
     with pytest.raises(WorkloadError) as info:
         Coflow("c", (Flow(0, 2, 1.0), flow))
     assert info.value.field == field and "flows[1]" in str(info.value)
+
+
+@pytest.mark.parametrize("bad, field, words", [
+    (Flow(-1, 0, 1.0), "src", ["flows[70]", "non-negative"]),
+    (Flow(0, 0, float("inf")), "bytes", ["flows[70]", "finite"]),
+    (Flow(0, 5, 1.0), "flows", ["flows[70]", "duplicate flow 0->5"]),
+    (Flow(0, 0, "1"), "bytes", ["flows[70]", "number"]),
+])
+def test_many_flows_are_checked_over_arrays_and_the_bad_one_named(bad, field, words):
+    flows = [Flow(0, d, 1.0) for d in range(1, 100)]
+    assert len(flows) > Coflow._FEW
+    good = Coflow("c", flows)
+    assert good == Coflow.from_arrays("c", good.src, good.dst, good.size)
+    flows[70] = bad
+    with pytest.raises(WorkloadError) as info:
+        Coflow("c", flows)
+    assert info.value.field == field
+    for w in words:
+        assert w in str(info.value), str(info.value)
