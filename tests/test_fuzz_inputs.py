@@ -137,7 +137,7 @@ def test_bad_options_succeed_or_fail_in_one_line(cli_files, sample):
 
 
 # ---------------------------------------------------------------------------- subprocess
-@settings(max_examples=10, **FUZZ)
+@settings(max_examples=6, **FUZZ)
 @given(mutated_json())
 def test_the_installed_command_on_mutated_workloads_never_prints_a_traceback(sample):
     kind, data = sample
