@@ -29,6 +29,14 @@ Line 1 ``<ports> <coflows>``, then a coflow per line:
 A reducer's megabytes (1 MB = 2^20 bytes) are split evenly over the coflow's mappers,
 as the reference simulator (CoflowSim) does.
 
+Bad input
+---------
+Files are UTF-8 text (a byte-order mark is dropped). Every reader raises
+:class:`~controller.model.WorkloadError` naming the file, the line (of the offending
+object in JSON) and the field, and checks sizes before allocating anything: the fabric's
+limits (:mod:`topologies.fabric`), the model's (:mod:`controller.model`), a trace's
+expansion into flows (:data:`MAX_TRACE_FLOWS`). README "Limits and errors" lists them.
+
 Generators
 ----------
 :func:`random_workload` (heavy-tailed coflows like FB2010's, seeded), :func:`random_dag`
