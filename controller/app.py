@@ -109,7 +109,10 @@ class CoflowController(app_manager.OSKenApp):
                  core, dp.id, self.n_hosts)
         self._send_barrier(dp, ("ready", core))
 
-    @set_ev_cls(ofp_event.EventOFPBarrierReply, MAIN_DISPATCHER)
+    # CONFIG too: the "ready" barrier is sent from switch_features, while os-ken's own
+    # handler may not yet have moved the switch to MAIN (another thread); its reply,
+    # dispatched in CONFIG, was dropped and the run waited 60 s for a ready core
+    @set_ev_cls(ofp_event.EventOFPBarrierReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def barrier_reply(self, ev):
         dp = ev.msg.datapath
         with self._lock:
