@@ -206,16 +206,6 @@ def _setup_logging(path: str) -> None:
     logging.getLogger("os_ken").setLevel(logging.WARNING)
 
 
-def _die_with_parent() -> None:
-    """SIGTERM this process when the engine that started it dies (Linux prctl)."""
-    try:
-        import ctypes
-        import signal
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
-    except Exception:  # noqa: BLE001 - best effort
-        pass
-
-
 def main(argv=None) -> int:
     """Entry point of the controller process (see the module docstring)."""
     import signal
@@ -228,7 +218,6 @@ def main(argv=None) -> int:
         print("usage: python -m controller.app RUN_DIR", file=sys.stderr)
         return 2
     run_dir = argv[0]
-    _die_with_parent()
     signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
     # the scheduler, the API threads and os-ken's per-switch send/receive threads share
     # one GIL: hand it over every 0.5 ms instead of 5 ms, or an event waits for it

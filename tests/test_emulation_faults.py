@@ -7,6 +7,10 @@ are skipped without root and must run under ``flock /tmp/coflowemu-mininet.lock`
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
+import time
 
 import pytest
 
@@ -26,3 +30,68 @@ def test_the_ready_barrier_reply_is_handled_before_the_switch_reaches_main_state
     assert CONFIG_DISPATCHER in callers[ofp_event.EventOFPSwitchFeatures].dispatchers
     replies = CoflowController.barrier_reply.callers[ofp_event.EventOFPBarrierReply]
     assert {CONFIG_DISPATCHER, MAIN_DISPATCHER} <= set(replies.dispatchers)
+
+
+# ---------------------------------------------------------------------- killed engine
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+ENGINE_SCRIPT = textwrap.dedent('''
+    from controller.model import Coflow, Flow, Workload
+    from topologies.fabric import Fabric
+    from emulate.mininet.engine import run_mininet
+    w = Workload(Fabric(ports=4, cores=2, rate_bps=20e6),
+                 [Coflow("long", [Flow(0, 1, 40e6), Flow(2, 3, 40e6), Flow(1, 2, 40e6)])])
+    run_mininet(w, "fifo")
+    print("finished")
+''')
+
+
+@pytest.fixture(scope="module")
+def system():
+    """OVS running, Mininet present; nothing of ours before or after."""
+    from emulate.mininet.clean import clean, leftovers
+    from emulate.mininet.engine import EmulationError, preflight
+    try:
+        preflight()
+    except EmulationError:
+        subprocess.run(["bash", os.path.join(ROOT, "scripts", "setup-system.sh")], check=True)
+        preflight()
+    clean()
+    yield
+    clean()
+    assert leftovers(files=True) == NOTHING
+
+
+NOTHING = {"bridges": [], "interfaces": [], "run_dirs": [], "files": []}
+
+
+def engine_run_dir(p, timeout: float = 60.0) -> str:
+    """The run directory of engine process ``p`` once it has recorded its controller."""
+    from emulate.mininet.clean import STATE_DIR, read_state
+    deadline = time.time() + timeout
+    while time.time() < deadline and p.poll() is None:
+        dirs = [d for d in (os.listdir(STATE_DIR) if os.path.isdir(STATE_DIR) else [])
+                if d.startswith(f"run-{p.pid}-")]
+        if dirs:
+            d = os.path.join(STATE_DIR, dirs[0])
+            if read_state(d).get("procs"):
+                return d
+        time.sleep(0.01)
+    raise AssertionError(p.stdout.read().decode() if p.poll() is not None else "no run")
+
+
+@needs_root
+def test_an_engine_killed_during_build_leaves_no_controller_and_clean_leaves_nothing(system):
+    from emulate.mininet.clean import clean, is_ours, leftovers, read_state
+    p = subprocess.Popen([sys.executable, "-c", ENGINE_SCRIPT], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    run_dir = engine_run_dir(p)
+    procs = read_state(run_dir)["procs"]   # the controller, still importing
+    p.kill()
+    p.wait()
+    deadline = time.time() + 5
+    while time.time() < deadline and any(is_ours(pid, m) for pid, m in procs):
+        time.sleep(0.05)
+    assert [pid for pid, m in procs if is_ours(pid, m)] == []   # without `clean`
+    clean()
+    assert leftovers(files=True) == NOTHING

@@ -44,7 +44,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from typing import Callable, Sequence
 
 PREFIX = "cfe"
@@ -217,11 +216,11 @@ def configure_hosts(net, topo: ParallelTopo, qdisc) -> None:
             cmds += hairpin_commands(i, c, h.intf(intf).MAC())
             lines += qdisc(intf, topo.rates[c])
             root_lines += qdisc(switch_intf(i, c), topo.rates[c])
-        _tc_batch(lines, run=lambda path, h=h: h.cmd(f"tc -force -batch {path}; echo rc=$?"))
+        _tc_batch(lines, run=lambda text, h=h: _host_tc(h, text))
         out = h.cmd("; ".join(cmds) + "; ip rule | grep -c 'lookup 1'")
         if out.strip().splitlines()[-1:] != [str(topo.n_cores)]:
             raise RuntimeError(f"configuring {h.name} failed: {out.strip()}")
-    _tc_batch(root_lines, run=lambda path: _root_tc(path))
+    _tc_batch(root_lines, run=_root_tc)
 
 
 def hairpin_commands(host: int, core: int, mac: str) -> list[str]:
@@ -241,24 +240,26 @@ def hairpin_commands(host: int, core: int, mac: str) -> list[str]:
             f"ip neigh replace {addr} lladdr {mac} dev {intf} nud permanent"]
 
 
-def _root_tc(path: str) -> str:
-    r = subprocess.run(["tc", "-force", "-batch", path], capture_output=True, text=True)
+def _root_tc(text: str) -> str:
+    r = subprocess.run(["tc", "-force", "-batch", "-"], input=text, capture_output=True,
+                       text=True)
     return f"{r.stderr}rc={r.returncode}"
 
 
+def _host_tc(host, text: str) -> str:
+    p = host.popen(["tc", "-force", "-batch", "-"], stdin=subprocess.PIPE,
+                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out, _ = p.communicate(text.encode())
+    return f"{out.decode(errors='replace')}rc={p.wait()}"
+
+
 def _tc_batch(lines: list[str], run) -> None:
+    """Run tc's batch of ``lines`` (on its standard input: no file a kill could leave)."""
     if not lines:
         return
-    with tempfile.NamedTemporaryFile("w", prefix="cfe-tc-", suffix=".batch",
-                                     delete=False) as f:
-        f.write("\n".join(lines) + "\n")
-        path = f.name
-    try:
-        out = run(path)
-        if "rc=0" not in out:
-            raise RuntimeError(f"tc -batch failed: {out.strip()}")
-    finally:
-        os.unlink(path)
+    out = run("\n".join(lines) + "\n")
+    if "rc=0" not in out:
+        raise RuntimeError(f"tc -batch failed: {out.strip()}")
 
 
 def stop_network(net) -> None:

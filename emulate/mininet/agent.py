@@ -391,14 +391,6 @@ def _recv_exact(conn: socket.socket, n: int) -> bytes | None:
     return buf
 
 
-def _die_with_parent() -> None:
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))
-    except Exception:  # noqa: BLE001
-        pass
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--api", required=True, help="the controller's API socket")
@@ -410,7 +402,6 @@ def main(argv=None) -> int:
     p.add_argument("--window", type=int, default=0,
                    help="receive window clamp, bytes (0: none): bounds bytes in flight")
     args = p.parse_args(argv)
-    _die_with_parent()
     signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
     if args.nice:
         os.setpriority(os.PRIO_PROCESS, 0, args.nice)

@@ -7,7 +7,15 @@ Like Mininet's ``mn -c``, but only for coflowemu's own things, found two ways:
   made. A PID is signalled only while ``/proc/<pid>/cmdline`` still shows the command we
   started (a reused PID belongs to someone else and is left alone);
 * OVS bridges and root-namespace interfaces named with our prefix (``cfe<N>``,
-  ``cfe<N>-eth<M>``: see :mod:`topologies.mininet_topo`).
+  ``cfe<N>-eth<M>``: see :mod:`topologies.mininet_topo`);
+* tc batch files ``/tmp/cfe-tc-*.batch`` that versions before 0.1.1 wrote for every
+  build (tc now reads its batch on standard input: a run writes no file outside its run
+  directory).
+
+Controllers and agents die with the engine that started them (their parent-death
+signal is set before they run any code: :func:`emulate.mininet.engine.start_python`), so
+after a SIGKILL of the engine what remains is the run directory, the OVS bridges (kept by
+ovsdb) and any interface the kernel did not remove with its namespace: all removed here.
 
 A run whose engine process is still alive is skipped (it cleans up after itself), unless
 ``force``. Host namespaces are not named (``ip netns`` never lists them): they vanish
@@ -15,6 +23,8 @@ with the processes that hold them.
 """
 from __future__ import annotations
 
+import contextlib
+import glob
 import json
 import os
 import re
@@ -28,6 +38,7 @@ from topologies.mininet_topo import PREFIX
 STATE_DIR = "/run/coflowemu"
 _BRIDGE = re.compile(rf"^{PREFIX}\d+$")
 _INTF = re.compile(rf"^{PREFIX}\d+-eth\d+$")
+STALE_FILES = "/tmp/cfe-tc-*.batch"
 
 
 # ---------------------------------------------------------------------- state files
@@ -149,7 +160,7 @@ def clean(force: bool = False, verbose: bool = False) -> dict:
     Skips runs whose engine is alive unless ``force``; bridges/interfaces with our
     prefix are removed only when no live run remains.
     """
-    removed = {"processes": [], "bridges": [], "interfaces": [], "run_dirs": []}
+    removed = {"processes": [], "bridges": [], "interfaces": [], "run_dirs": [], "files": []}
     live = False
     if os.path.isdir(STATE_DIR):
         for name in sorted(os.listdir(STATE_DIR)):
@@ -176,13 +187,26 @@ def clean(force: bool = False, verbose: bool = False) -> dict:
         intfs = our_interfaces()
         delete_interfaces(intfs)
         removed["interfaces"] += intfs
+        for path in stale_files():
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+                removed["files"].append(path)
     if verbose:
         for k, v in removed.items():
             print(f"clean: {k}: {' '.join(map(str, v)) if v else '-'}")
     return removed
 
 
-def leftovers() -> dict:
-    """What of ours exists now (bridges, interfaces, run dirs): empty lists when clean."""
+def stale_files() -> list[str]:
+    """Files of ours outside any run directory (see the module docstring)."""
+    return sorted(glob.glob(STALE_FILES))
+
+
+def leftovers(files: bool = False) -> dict:
+    """What of ours exists now (bridges, interfaces, run dirs; with ``files`` the stale
+    files too): empty lists when clean."""
     dirs = sorted(os.listdir(STATE_DIR)) if os.path.isdir(STATE_DIR) else []
-    return {"bridges": our_bridges(), "interfaces": our_interfaces(), "run_dirs": dirs}
+    out = {"bridges": our_bridges(), "interfaces": our_interfaces(), "run_dirs": dirs}
+    if files:
+        out["files"] = stale_files()
+    return out

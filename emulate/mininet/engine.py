@@ -107,6 +107,37 @@ def preflight() -> None:
                              setup=True) from None
 
 
+def start_python(module: str, args: list[str], *, run_dir: str, stdout, nice: int = 0,
+                 popen=subprocess.Popen, **kwargs):
+    """Start ``python -m module args`` as a child that dies with this process.
+
+    The child gets its parent-death signal (SIGKILL) before it runs a single line of
+    Python (``preexec_fn``; checked against a parent that died in between), so a killed
+    engine leaves no controller or agent behind, even during their start-up. ``popen`` is
+    ``subprocess.Popen`` or a Mininet host's ``popen`` (the agent in its namespace).
+    """
+    parent = os.getpid()
+
+    def child() -> None:
+        _libc().prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
+        if os.getppid() != parent:      # the engine died before prctl: nobody waits for us
+            os._exit(1)
+        if nice:
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
+
+    return popen([sys.executable, "-m", module, *args], stdout=stdout,
+                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=child,
+                 **kwargs)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _libc():
+    import ctypes
+    return ctypes.CDLL(None, use_errno=True)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -244,17 +275,10 @@ class MininetRun:
         with open(os.path.join(self.run_dir, "policy.pkl"), "wb") as fh:
             pickle.dump(self.policy, fh)
         t = time.perf_counter()
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            [os.getcwd()] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-        out = open(os.path.join(self.run_dir, "controller.out"), "wb")
-        nice = self.nice
-        self.controller = subprocess.Popen(
-            [sys.executable, "-m", "controller.app", self.run_dir], stdout=out,
-            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-            start_new_session=True,
-            preexec_fn=(lambda: os.setpriority(os.PRIO_PROCESS, 0, nice)) if nice else None)
-        out.close()
+        with open(os.path.join(self.run_dir, "controller.out"), "wb") as out:
+            self.controller = start_python("controller.app", [self.run_dir],
+                                           run_dir=self.run_dir, stdout=out, nice=self.nice,
+                                           start_new_session=True)
         cleaner.add_procs(self.run_dir, [(self.controller.pid, "controller.app")])
         # the network, while the controller starts (switches retry until it listens)
         tn = time.perf_counter()
@@ -287,13 +311,11 @@ class MininetRun:
         procs = []
         for i in range(n_hosts):
             h = self.net.get(host_name(i))
-            log = open(os.path.join(self.run_dir, f"agent{i}.out"), "wb")
-            p = h.popen([sys.executable, "-m", "emulate.mininet.agent", "--api", api, "--host",
-                         str(i), "--port", str(cfg.data_port), "--nice", str(self.nice),
-                         "--window", str(self.window(rates))],
-                        stdout=log,
-                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-            log.close()
+            with open(os.path.join(self.run_dir, f"agent{i}.out"), "wb") as log:
+                p = start_python("emulate.mininet.agent", [
+                    "--api", api, "--host", str(i), "--port", str(cfg.data_port),
+                    "--nice", str(self.nice), "--window", str(self.window(rates))],
+                    run_dir=self.run_dir, stdout=log, popen=h.popen)
             self.agents.append(p)
             procs.append((p.pid, "emulate.mininet.agent"))
         cleaner.add_procs(self.run_dir, procs)
