@@ -26,7 +26,8 @@ Controller -> agent
     established); ``start {flow, addr, port, src_addr, sport, bytes, tos, paused,
     pace_bps}`` (send a flow on that connection, opening it if needed);
     ``update {flows: [{flow, tos, paused, pace_bps}]}``; ``counters`` (answer
-    ``{rx: {flow: bytes}, t}``); ``stop``.
+    ``{rx: {flow: bytes}, t}``); ``ping`` (liveness: an agent that answers nothing for
+    a few seconds is stopped or hung, and the run fails naming its host); ``stop``.
 
 This module is standard library only: the agents import it.
 """
@@ -37,6 +38,7 @@ import logging
 import math
 import socket
 import threading
+import time
 
 MAX_LINE = 1 << 16
 """Longest accepted message (bytes, newline excluded)."""
@@ -70,6 +72,7 @@ CONTROLLER_OPS: dict[str, dict[str, tuple[tuple, bool]]] = {
     "task_run": {"seg": (_INT, True), "demand": (_NUM, True), "seconds": (_NUM, True),
                  "until": (_NUM, False)},
     "task_stop": {"seg": (_INT, True)},
+    "ping": {},
     "stop": {},
 }
 
@@ -150,7 +153,10 @@ class Channel:
         self._plock = threading.Lock()
         self.closed = False
         self.host: int | None = None
+        self.pid: int | None = None
         self.role = "unknown"
+        self.last_heard = time.monotonic()
+        """When the peer last sent anything (liveness)."""
 
     def send(self, obj: dict) -> bool:
         data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
@@ -230,6 +236,7 @@ class Channel:
                     for slot in self._pending.values():
                         slot[0].set()
                 return
+            self.last_heard = time.monotonic()
             buf += chunk
             while True:
                 nl = buf.find(b"\n")

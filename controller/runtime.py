@@ -84,6 +84,10 @@ class RunConfig:
     ready_timeout: float = 60.0
     run_timeout: float = 3600.0
     counters_timeout: float = 2.0
+    liveness_interval: float = 1.0
+    """Seconds between pings to every agent during the run."""
+    liveness_timeout: float = 5.0
+    """An agent silent this long (stopped, hung) fails the run, naming its host."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -209,7 +213,7 @@ class EmulationRun:
                 raise ApiError(f"register: this connection is already host {ch.host}")
             if host in self.agents and not self.agents[host].closed:
                 raise ApiError(f"register: host {host} already has an agent")
-            ch.host, ch.role = host, "agent"
+            ch.host, ch.role, ch.pid = host, "agent", msg["pid"]
             self.agents[host] = ch
             ch.answer(msg["id"], data_port=self.cfg.data_port, **self.register_info(host))
             self.events.put(("register", time.time(), host))
@@ -395,6 +399,7 @@ class EmulationRun:
         self.decision(event="t0", t0=self.t0, scale=self.scale)
         log.info("t0 = %.6f (time scale %g)", self.t0, self.scale)
         self.on_t0()
+        self._timer(time.time() + self.cfg.liveness_interval, "liveness")
         deadline = time.time() + self.cfg.run_timeout
         first = True
         while not self.all_done():
@@ -434,6 +439,19 @@ class EmulationRun:
     def busy(self) -> bool:
         """Something is under way that will produce an event (a running flow)."""
         return bool((self.status == RUNNING).any())
+
+    def check_agents(self) -> None:
+        """Raise :class:`RunAborted` naming an agent silent for ``liveness_timeout``
+        (stopped by SIGSTOP, hung, its machine overloaded); ping the others (their answer
+        is what they are heard by when they have nothing to report)."""
+        now = time.monotonic()
+        for host, ch in sorted(self.agents.items()):
+            silent = now - ch.last_heard
+            if silent > self.cfg.liveness_timeout:
+                raise RunAborted(
+                    f"the agent of host {host} (pid {ch.pid}) has not answered for "
+                    f"{silent:.1f} s (stopped or hung): the run cannot go on")
+            ch.request_cb({"op": "ping"}, _ignore)
 
     def _check_stuck(self) -> None:
         if self.t0 is None or time.time() < self.t0:
@@ -480,6 +498,9 @@ class EmulationRun:
                         replan = replan or "byte_limit"
                     else:
                         self._arm_byte_limit(self.plan)
+            elif kind == "liveness":
+                self.check_agents()
+                self._timer(time.time() + self.cfg.liveness_interval, "liveness")
             elif kind == "agent_lost":
                 raise RunAborted(f"the agent of host {data} disconnected")
             elif kind == "switch_lost":
@@ -837,6 +858,10 @@ class EmulationRun:
             "applies": self.applies,
             "stats": {k: _summary(v) for k, v in self.stats.items()},
         }
+
+
+def _ignore(_answer) -> None:
+    pass
 
 
 def _summary(values) -> dict:

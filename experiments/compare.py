@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from controller.model import Workload
-from emulate.engines import RunOptions, get_engine
+from emulate.engines import EngineError, RunOptions, get_engine
 from emulate.io.records import RunResult, atomic_write, run_key
 
 
@@ -103,7 +103,14 @@ def compare(workload: Workload, policies: list[str], *, engine: str = "sim",
                       engine_options=options.engine_options)
         run = _load_record(workload, path, key) if resume and path else None
         if run is None:
-            run = get_engine(engine).run(workload, spec, options)
+            try:
+                run = get_engine(engine).run(workload, spec, options)
+            except EngineError as e:
+                if path and e.partial is not None:   # keep what finished, marked incomplete
+                    doc = e.partial.to_json(lp_bound)
+                    doc["run_key"] = key
+                    atomic_write(path, json.dumps(doc, indent=1))
+                raise
             if path:
                 doc = run.to_json(lp_bound)
                 doc["run_key"] = key

@@ -6,12 +6,18 @@ are skipped without root and must run under ``flock /tmp/coflowemu-mininet.lock`
 """
 from __future__ import annotations
 
+import contextlib
+import glob
+import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
+import numpy as np
 import pytest
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0,
@@ -95,3 +101,65 @@ def test_an_engine_killed_during_build_leaves_no_controller_and_clean_leaves_not
     assert [pid for pid, m in procs if is_ours(pid, m)] == []   # without `clean`
     clean()
     assert leftovers(files=True) == NOTHING
+
+
+# ---------------------------------------------------------------------- lost agents
+def two_coflows():
+    """``quick`` (0 -> 1) finishes in 0.1 s; ``long`` (2 -> 3) takes 16 s."""
+    from controller.model import Coflow, Flow, Workload
+    from topologies.fabric import Fabric
+    return Workload(Fabric(ports=4, cores=1, rate_bps=20e6), [
+        Coflow("quick", [Flow(0, 1, 0.2e6)]), Coflow("long", [Flow(2, 3, 40e6)])],
+        name="two")
+
+
+def agent_pid(run_dir: str, host: int) -> int | None:
+    from emulate.mininet.clean import _cmdline, read_state
+    for pid, marker in read_state(run_dir).get("procs", []):
+        if marker == "emulate.mininet.agent" and f"--host {host} " in _cmdline(pid) + " ":
+            return pid
+    return None
+
+
+def when_coflow_done(coflow: str, action, timeout: float = 60.0) -> threading.Thread:
+    """In a thread: once this process's run logs ``coflow`` done, ``action(run_dir)``."""
+    from emulate.mininet.clean import STATE_DIR
+
+    def watch():
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            for d in glob.glob(os.path.join(STATE_DIR, f"run-{os.getpid()}-*")):
+                with contextlib.suppress(OSError):
+                    with open(os.path.join(d, "decisions.jsonl")) as fh:
+                        if f'"coflow_done","coflow":"{coflow}"' in fh.read().replace(
+                                ", ", ","):
+                            action(d)
+                            return
+            time.sleep(0.05)
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    return t
+
+
+@needs_root
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["killed", "stopped"])
+def test_a_lost_agent_fails_the_run_fast_naming_its_host_and_keeps_what_finished(system, sig):
+    from emulate.mininet.engine import EmulationError, run_mininet
+    when = {}
+
+    def hit(run_dir):
+        when["t"] = time.time()
+        os.kill(agent_pid(run_dir, 3), sig)
+
+    when_coflow_done("quick", hit)
+    with pytest.raises(EmulationError) as err:
+        run_mininet(two_coflows(), "fifo")
+    failed_after = time.time() - when["t"]
+    assert "host 3" in str(err.value)
+    assert failed_after < 15.0            # a stopped agent hung the run for 109 s
+    part = err.value.partial
+    assert part is not None and part.incomplete
+    assert np.isfinite(part.coflow_completion[0]) and np.isnan(part.coflow_completion[1])
+    doc = json.loads(json.dumps(part.to_json(), allow_nan=False))
+    assert doc["incomplete"] and doc["finished_coflows"] == 1
+    assert [c["completion"] is None for c in doc["coflows"]] == [False, True]

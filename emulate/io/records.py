@@ -84,6 +84,12 @@ class RunResult:
         return float(np.dot(self.workload.arrays.weight, self.cct))
 
     @property
+    def incomplete(self) -> bool:
+        """The run failed before every coflow finished (their completion is nan)."""
+        return bool(self.extra.get("incomplete")) or bool(
+            np.isnan(self.coflow_completion).any())
+
+    @property
     def makespan(self) -> float:
         return float(self.coflow_completion.max()) if len(self.coflow_completion) else 0.0
 
@@ -126,6 +132,19 @@ class RunResult:
             out["jobs"] = [{"id": j.id, "weight": j.weight, "completion": float(done)}
                            for j, done in zip(w.jobs, self.job_completion)]
         out.update(self.extra)
+        if self.incomplete:
+            # what finished, with null for what did not (NaN is not JSON); no totals
+            out["incomplete"] = True
+            out["finished_coflows"] = int(np.isfinite(self.coflow_completion).sum())
+            for k in ("total_weighted_completion", "total_weighted_cct", "makespan",
+                      "total_weighted_job_completion"):
+                if k in out:
+                    out[k] = None
+            for c in out["coflows"] + out.get("jobs", []):
+                if c["completion"] != c["completion"]:
+                    c["completion"] = None
+                    if "cct" in c:
+                        c["cct"] = None
         return out
 
     @classmethod

@@ -157,6 +157,8 @@ class Agent:
                     job.update(item)
         elif op == "counters":
             self.ch.answer(msg["id"], rx=self.counters(), t=time.time())
+        elif op == "ping":
+            self.ch.answer(msg["id"])
         elif op in ("task_run", "task_stop"):
             if self.slots is None:
                 raise ApiError(f"{op}: host {self.host} is not a machine (no capacity)")

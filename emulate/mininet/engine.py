@@ -255,7 +255,21 @@ class MininetRun:
             finally:
                 with _signals_blocked():
                     self.teardown()
+        if out.get("failure"):
+            raise EmulationError(out["failure"], partial=self._partial(
+                out, time.perf_counter() - wall))
         return self._record(out, time.perf_counter() - wall)
+
+    def _partial(self, out: dict, wall: float) -> RunResult | None:
+        """The record of what a failed run finished (never-finished coflows: nan),
+        marked incomplete; None for a joint run or a result without completions."""
+        if self.joint is not None or "coflow_completion" not in out:
+            return None
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            r = self._record_network(out, wall)
+            r.extra.update(incomplete=True, error=out.get("error"))
+            return r
+        return None
 
     def _setup(self) -> None:
         w = self.workload
@@ -333,7 +347,11 @@ class MininetRun:
                     raise EmulationError(f"the run did not finish in {self.timeout:.0f} s")
                 dead = [i for i, p in enumerate(self.agents) if p.poll() is not None]
                 if dead and self.controller.poll() is None:
-                    time.sleep(0.5)  # the controller notices and writes why
+                    # the controller notices (the agent's socket closed) and writes its
+                    # result: why, and what had finished
+                    grace = time.time() + 5.0
+                    while self.controller.poll() is None and time.time() < grace:
+                        time.sleep(0.05)
                     if self.controller.poll() is None:
                         raise EmulationError(
                             f"agent of host {dead[0]} exited:\n" + self._tail(
@@ -349,8 +367,11 @@ class MininetRun:
         with open(path) as fh:
             out = json.load(fh)
         if not out.get("ok"):
-            raise EmulationError(f"the emulated run failed: {out.get('error')}\n" +
-                                 self._tail("controller.log"))
+            done = sum(x is not None for x in out.get("coflow_completion", []))
+            out["failure"] = (f"the emulated run failed: {out.get('error')} ({done} of "
+                              f"{self.workload.arrays.n_coflows} coflows had finished; "
+                              f"the record of those is kept, marked incomplete)\n" +
+                              self._tail("controller.log"))
         out["decisions"] = os.path.join(self.run_dir, "decisions.jsonl")
         after = port_bytes(self.workload.fabric.ports, self.workload.fabric.cores)
         out["port_bytes"] = (after - self.ports_before).tolist()
