@@ -259,6 +259,9 @@ class EmulationRun:
     def on_close(self, ch) -> None:
         if ch.role == "agent" and not self.finished and self.agents.get(ch.host) is ch:
             self.events.put(("agent_lost", time.time(), ch.host))
+        if ch.overflowed:
+            log.warning("%s %s did not read its messages and was disconnected", ch.role,
+                        ch.name if ch.host is None else f"of host {ch.host}")
         if ch in self.watchers:
             self.watchers.remove(ch)
 
