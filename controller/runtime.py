@@ -65,6 +65,7 @@ class RunConfig:
     run_dir: str
     api_path: str
     ofp_port: int
+    """TCP port of the OpenFlow listener on 127.0.0.1 (when there is no ``ofp_path``)."""
     n_hosts: int
     n_cores: int
     time_scale: float = 1.0
@@ -84,6 +85,9 @@ class RunConfig:
     ready_timeout: float = 60.0
     run_timeout: float = 3600.0
     counters_timeout: float = 2.0
+    ofp_path: str = ""
+    """The OpenFlow listener's Unix socket (in the private run directory: only root, i.e.
+    the run's own switches, can reach it); empty: TCP on ``127.0.0.1:ofp_port``."""
     liveness_interval: float = 1.0
     """Seconds between pings to every agent during the run."""
     liveness_timeout: float = 5.0
@@ -390,6 +394,8 @@ class EmulationRun:
             log.info("core %d ready", data)
         elif kind in ("agent_lost", "switch_lost"):
             raise RunAborted(f"{kind} before the start: {data}")
+        elif kind == "intruder":
+            raise RunAborted(_intruder(data))
         elif kind == "agent_error":
             log.warning("agent error before the start: %s", data)
 
@@ -508,6 +514,8 @@ class EmulationRun:
                 raise RunAborted(f"the agent of host {data} disconnected")
             elif kind == "switch_lost":
                 raise RunAborted(f"the switch of core {data} disconnected")
+            elif kind == "intruder":
+                raise RunAborted(_intruder(data))
             elif kind == "agent_error":
                 host, f, err = data
                 raise RunAborted(f"agent of host {host} reports for flow {f}: {err}")
@@ -861,6 +869,13 @@ class EmulationRun:
             "applies": self.applies,
             "stats": {k: _summary(v) for k, v in self.stats.items()},
         }
+
+
+def _intruder(data) -> str:
+    core, dpid, peer = data
+    return (f"a second OpenFlow connection ({peer or 'local socket'}) claimed core {core} "
+            f"(datapath id {dpid:#x}) while its switch was connected: rejected; the run "
+            f"is failed because its rules can no longer be trusted")
 
 
 def _ignore(_answer) -> None:

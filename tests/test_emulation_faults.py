@@ -163,3 +163,97 @@ def test_a_lost_agent_fails_the_run_fast_naming_its_host_and_keeps_what_finished
     doc = json.loads(json.dumps(part.to_json(), allow_nan=False))
     assert doc["incomplete"] and doc["finished_coflows"] == 1
     assert [c["completion"] is None for c in doc["coflows"]] == [False, True]
+
+
+# ---------------------------------------------------------------------- intruders
+BENCH = os.path.join(ROOT, "benchmarks")
+
+
+def start_controller(tmp_path, n_hosts: int = 2, n_cores: int = 1):
+    """The real controller process (no root needed) on a run directory of its own,
+    listening for switches on ``<tmp>/of/of.sock``; returns (process, config)."""
+    import pickle
+
+    from controller.model import Coflow, Flow, Workload
+    from controller.policies import get_policy
+    from controller.runtime import RunConfig
+    from emulate.mininet.engine import start_python
+    from topologies.fabric import Fabric
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(mode=0o700)
+    (tmp_path / "of").mkdir(mode=0o700)
+    w = Workload(Fabric(ports=n_hosts, cores=n_cores, rate_bps=20e6),
+                 [Coflow("a", [Flow(0, 1, 1e6)])])
+    cfg = RunConfig(run_dir=str(run_dir), api_path=str(run_dir / "api.sock"), ofp_port=0,
+                    ofp_path=str(tmp_path / "of" / "of.sock"), n_hosts=n_hosts,
+                    n_cores=n_cores, ready_timeout=30.0)
+    (run_dir / "config.json").write_text(cfg.to_json())
+    (run_dir / "workload.pkl").write_bytes(pickle.dumps(w))
+    (run_dir / "policy.pkl").write_bytes(pickle.dumps(get_policy("fifo")))
+    with open(run_dir / "controller.out", "wb") as out:
+        p = start_python("controller.app", [str(run_dir)], run_dir=str(run_dir), stdout=out)
+    return p, cfg
+
+
+def test_a_second_switch_claiming_a_connected_core_is_rejected_and_fails_the_run(tmp_path):
+    sys.path.insert(0, BENCH)
+    try:
+        from faults import FakeSwitch
+    finally:
+        sys.path.remove(BENCH)
+    from topologies.mininet_topo import DPID_BASE
+    p, cfg = start_controller(tmp_path)
+    try:
+        real = FakeSwitch(cfg.ofp_path, DPID_BASE + 1, timeout=30)
+        assert real.configured.wait(30)
+        deadline = time.time() + 10
+        while real.flow_mods < 3 and time.time() < deadline:   # forwarding installed
+            time.sleep(0.05)
+        assert real.flow_mods >= 3
+        intruder = FakeSwitch(cfg.ofp_path, DPID_BASE + 1)
+        assert intruder.closed.wait(10)          # refused ...
+        assert p.wait(20) == 1                   # ... and the run failed
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert intruder.flow_mods == 0
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert not result["ok"] and "second OpenFlow connection" in result["error"]
+    assert "core 0" in result["error"]
+    log = (tmp_path / "run" / "controller.log").read_text()
+    assert "rejected a second OpenFlow connection" in log
+
+
+# ---------------------------------------------------------------------- import path
+def test_root_children_import_nothing_from_the_working_directory(tmp_path, monkeypatch):
+    """A ``pickle.py`` where the user runs ``sudo coflowemu`` must not be imported as root
+    (the controller imports pickle first thing); a user policy's own module still is."""
+    from emulate.mininet.engine import policy_dirs, start_python
+    evil = tmp_path / "cwd"
+    evil.mkdir()
+    marker = tmp_path / "imported"
+    (evil / "pickle.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (evil / "json.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    monkeypatch.chdir(evil)
+    monkeypatch.setenv("PYTHONPATH", str(evil))          # inherited: dropped too
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(mode=0o700)
+    with open(tmp_path / "out", "wb") as out:
+        p = start_python("controller.app", [str(tmp_path / "missing")], run_dir=str(run_dir),
+                         stdout=out)
+    assert p.wait(60) != 0                       # no such run directory ...
+    assert "FileNotFoundError" in (tmp_path / "out").read_text()
+    assert not marker.exists()                   # ... and no code from the cwd ran
+
+    # a user's policy module: its directory is appended (after the standard library)
+    pol = tmp_path / "pols"
+    (pol / "mypkg").mkdir(parents=True)
+    (pol / "mypkg" / "__init__.py").write_text("")
+    (pol / "mypkg" / "mine.py").write_text(
+        "from controller.policies.fifo import Fifo\nclass Mine(Fifo):\n    name = ''\n")
+    monkeypatch.syspath_prepend(str(pol))
+    from mypkg.mine import Mine
+    assert policy_dirs(Mine()) == [str(pol)]
+    assert policy_dirs({"compute": "fifo", "network": "mypkg.mine:Mine"}) == [str(pol)]
+    from controller.policies import get_policy
+    assert policy_dirs(get_policy("fifo")) == []

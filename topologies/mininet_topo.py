@@ -156,10 +156,12 @@ class _Controller(RemoteController if RemoteController else object):
 
 def build_network(topo: ParallelTopo, controller_port: int, *, datapath: str | None = None,
                   qdisc: Callable[[str, float], list[str]] = htb_single_class,
-                  controller_ip: str = "127.0.0.1"):
+                  controller_ip: str = "127.0.0.1", controller_path: str | None = None):
     """Build and start the Mininet network of ``topo``; returns the started ``Mininet``.
 
-    Switches connect (OpenFlow 1.3, fail mode secure) to ``controller_ip:controller_port``.
+    Switches connect (OpenFlow 1.3, fail mode secure) to ``controller_ip:controller_port``,
+    or with ``controller_path`` to the controller's Unix socket there (Open vSwitch's
+    ``unix:`` target: reachable by root only when the socket's directory is private).
     Every link end gets the ``qdisc`` tree at its core's rate. Does not wait for the
     switches to connect (the controller knows when they have). On any error the partly
     built network is stopped before the exception propagates.
@@ -177,13 +179,25 @@ def build_network(topo: ParallelTopo, controller_port: int, *, datapath: str | N
     datapath = datapath or choose_datapath()
     switch = partial(OVSSwitch, datapath=datapath, protocols="OpenFlow13",
                      failMode="secure", reconnectms=1000)
-    ctrl = _Controller("c0", ip=controller_ip, port=controller_port)
+    # with a Unix socket, the bridges start without a controller and get it in one
+    # ovs-vsctl call (Mininet writes every target as protocol:ip:port)
+    ctrl = _Controller("c0", ip=controller_ip, port=controller_port) \
+        if controller_path is None else None
     net = Mininet(topo=topo, switch=switch, controller=ctrl, link=Link, build=False,
                   autoSetMacs=False, autoStaticArp=False, waitConnected=False,
                   inNamespace=False)
     try:
         net.build()
         net.start()
+        if controller_path is not None:
+            cmd = ["ovs-vsctl", "--timeout=10"]
+            for sw in net.switches:
+                cmd += ["--", f"--id=@{sw.name}", "create", "Controller",
+                        f'target="unix:{controller_path}"', "max_backoff=1000",
+                        "--", "set", "bridge", sw.name, f"controller=@{sw.name}"]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"setting the controller failed: {r.stderr.strip()}")
         made = set(subprocess.run(["ovs-vsctl", "list-br"], capture_output=True,
                                   text=True).stdout.split())
         missing = [s.name for s in net.switches if s.name not in made]

@@ -35,6 +35,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -108,13 +109,21 @@ def preflight() -> None:
 
 
 def start_python(module: str, args: list[str], *, run_dir: str, stdout, nice: int = 0,
-                 popen=subprocess.Popen, **kwargs):
-    """Start ``python -m module args`` as a child that dies with this process.
+                 popen=subprocess.Popen, code_dirs=(), **kwargs):
+    """Start ``python -m module args`` as a child that dies with this process, with a
+    safe import path.
 
     The child gets its parent-death signal (SIGKILL) before it runs a single line of
     Python (``preexec_fn``; checked against a parent that died in between), so a killed
     engine leaves no controller or agent behind, even during their start-up. ``popen`` is
     ``subprocess.Popen`` or a Mininet host's ``popen`` (the agent in its namespace).
+
+    It runs as root, so it imports only from the installed package and the standard
+    library: ``python -P`` in the private ``run_dir`` (neither the user's working
+    directory nor the run directory on ``sys.path``), ``PYTHONPATH`` = the package's own
+    directory only. ``code_dirs`` (the directories of a user's policy modules, see
+    :func:`policy_dirs`) are *appended* to ``sys.path`` by the child
+    (``COFLOWEMU_CODE_PATH``), after the standard library, which they cannot shadow.
     """
     parent = os.getpid()
 
@@ -125,9 +134,47 @@ def start_python(module: str, args: list[str], *, run_dir: str, stdout, nice: in
         if nice:
             os.setpriority(os.PRIO_PROCESS, 0, nice)
 
-    return popen([sys.executable, "-m", module, *args], stdout=stdout,
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PYTHON") and k != CODE_PATH_VAR}
+    env["PYTHONPATH"] = PACKAGE_ROOT
+    if code_dirs:
+        env[CODE_PATH_VAR] = os.pathsep.join(code_dirs)
+    return popen([sys.executable, "-P", "-m", module, *args], stdout=stdout,
                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=child,
-                 **kwargs)
+                 cwd=run_dir, env=env, **kwargs)
+
+
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+"""The directory holding the ``controller``, ``emulate`` and ``topologies`` packages."""
+
+CODE_PATH_VAR = "COFLOWEMU_CODE_PATH"
+
+
+def policy_dirs(policy) -> list[str]:
+    """Directories to import a run's user policy modules from (none for built-ins).
+
+    ``policy``: a policy object, or a joint run's ``{"compute": name, "network": name}``
+    (``module:Class`` names). Each module's import root: the directory its top-level
+    package (or the module itself) is in.
+    """
+    if isinstance(policy, dict):
+        modules = [n.split(":")[0] for n in (policy.get("compute"), policy.get("network"))
+                   if isinstance(n, str) and ":" in n]
+    else:
+        modules = [type(policy).__module__]
+    out = []
+    for name in modules:
+        f = getattr(sys.modules.get(name), "__file__", None)
+        if not f:
+            continue
+        root = os.path.dirname(os.path.abspath(f))
+        if os.path.basename(f).startswith("__init__."):
+            root = os.path.dirname(root)
+        for _ in name.split(".")[:-1]:
+            root = os.path.dirname(root)
+        if root != PACKAGE_ROOT and root not in out:
+            out.append(root)
+    return out
 
 
 PR_SET_PDEATHSIG = 1
@@ -136,12 +183,6 @@ PR_SET_PDEATHSIG = 1
 def _libc():
     import ctypes
     return ctypes.CDLL(None, use_errno=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager
@@ -276,7 +317,10 @@ class MininetRun:
         n_hosts = w.fabric.ports
         self.run_dir = cleaner.new_run_dir()
         api = os.path.join(self.run_dir, "api.sock")
-        cfg = RunConfig(run_dir=self.run_dir, api_path=api, ofp_port=_free_port(),
+        ofp_dir = cleaner.controller_dir(self.run_dir)
+        os.mkdir(ofp_dir, 0o700)
+        cfg = RunConfig(run_dir=self.run_dir, api_path=api, ofp_port=0,
+                        ofp_path=os.path.join(ofp_dir, "of.sock"),
                         n_hosts=n_hosts, n_cores=w.fabric.cores, time_scale=self.time_scale,
                         interactive=self.interactive,
                         wire_overhead=self.wire_overhead, pause=self.pause,
@@ -292,6 +336,7 @@ class MininetRun:
         with open(os.path.join(self.run_dir, "controller.out"), "wb") as out:
             self.controller = start_python("controller.app", [self.run_dir],
                                            run_dir=self.run_dir, stdout=out, nice=self.nice,
+                                           code_dirs=policy_dirs(self.policy),
                                            start_new_session=True)
         cleaner.add_procs(self.run_dir, [(self.controller.pid, "controller.app")])
         # the network, while the controller starts (switches retry until it listens)
@@ -302,7 +347,8 @@ class MininetRun:
         topo = ParallelTopo(hosts=n_hosts, cores=w.fabric.cores, rates=rates)
         self.datapath = self.datapath or choose_datapath()
         cleaner.write_state(self.run_dir, bridges=[s for s in topo.switches()])
-        self.net = build_network(topo, cfg.ofp_port, datapath=self.datapath,
+        self.net = build_network(topo, cfg.ofp_port, controller_path=cfg.ofp_path,
+                                 datapath=self.datapath,
                                  qdisc=htb_priority_tree)
         shells = [(n.pid, f"mininet:{n.name}") for n in self.net.hosts + self.net.switches
                   if getattr(n, "pid", None)]
@@ -405,13 +451,14 @@ class MininetRun:
             cleaner.delete_bridges(left)
             cleaner.end_processes(st.get("procs", []), timeout=1.0)
             if self.keep_dir:
-                kept = self.run_dir.replace(cleaner.STATE_DIR, "/tmp", 1)
-                shutil.rmtree(kept, ignore_errors=True)
+                # a private directory of a name nobody can predict (we run as root)
+                kept = tempfile.mkdtemp(prefix=f"coflowemu-{os.path.basename(self.run_dir)}-")
                 with contextlib.suppress(OSError):
-                    shutil.copytree(self.run_dir, kept, ignore=shutil.ignore_patterns(
-                        "*.sock", "*.pkl"))
+                    shutil.copytree(self.run_dir, kept, dirs_exist_ok=True,
+                                    ignore=shutil.ignore_patterns("*.sock", "*.pkl"))
+                os.chmod(kept, 0o700)
                 self.kept_dir = kept
-            shutil.rmtree(self.run_dir, ignore_errors=True)
+            cleaner.remove_run_dir(self.run_dir)
         self.timings["teardown_s"] = time.perf_counter() - t
 
     # ------------------------------------------------------------------ records
@@ -567,7 +614,8 @@ def run_mininet(workload: Workload, policy, *, time_scale: float = 1.0,
     timeout : float, optional
         Wall seconds before the run is abandoned (default from the workload's size).
     keep_dir : bool
-        Copy the run's logs (controller.log, decisions.jsonl, agent logs) to /tmp.
+        Copy the run's logs (controller.log, decisions.jsonl, agent logs) to a private
+        new directory ``/tmp/coflowemu-run-*`` (``extra["run_dir"]``).
     exact_state : bool
         Wait for every receiver's byte counters before each policy call instead of
         estimating them from the last measurement and the planned rates.
