@@ -257,3 +257,20 @@ def test_root_children_import_nothing_from_the_working_directory(tmp_path, monke
     assert policy_dirs({"compute": "fifo", "network": "mypkg.mine:Mine"}) == [str(pol)]
     from controller.policies import get_policy
     assert policy_dirs(get_policy("fifo")) == []
+
+
+# ---------------------------------------------------------------------- the campaign
+@needs_root
+def test_the_quick_fault_campaign_ends_every_run_cleanly_and_leaves_nothing(system):
+    sys.path.insert(0, BENCH)
+    try:
+        from faults import fault_campaign
+    finally:
+        sys.path.remove(BENCH)
+    rows = fault_campaign(quick=True)
+    assert [r["fault"] for r in rows] == ["SIGTERM at build", "SIGKILL mid-run",
+                                          "fake switch"]
+    for r in rows:
+        assert r["runs"] == r["ended_cleanly"] == 1, r
+        assert r["records_lost"] == r["takeovers"] == r["leftovers_after_clean"] == 0, r
+    assert rows[0]["leftovers_after_run"] == 0      # SIGTERM: it cleaned up itself

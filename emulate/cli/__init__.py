@@ -49,6 +49,8 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except Interrupted:
             _fail("interrupted; everything was cleaned up", 143)
+        except KeyboardInterrupt:    # Ctrl-C: the engines clean up in their finally
+            _fail("interrupted; everything was cleaned up", 130)
         except EngineError as e:
             _fail(str(e), 2 if e.setup else 1)
         except Exception as e:
