@@ -17,8 +17,13 @@
 
 Everything is torn down in a ``finally`` (agents, controller, switches, links, host
 namespaces, tc state goes with the interfaces, the run directory) on success, on error,
-on Ctrl-C and on SIGTERM (turned into an exception while the run is on). What a killed
-engine could not remove, ``coflowemu clean`` (:mod:`emulate.mininet.clean`) does.
+on Ctrl-C and on SIGTERM (turned into an exception while the run is on). The controller
+and the agents die with a killed engine (:func:`start_python`); what it could not remove
+(run directory, bridges), ``coflowemu clean`` (:mod:`emulate.mininet.clean`) does.
+
+A failed run (an agent lost, stopped or hung, the controller dead, an intruding switch)
+raises :class:`EmulationError` whose ``partial`` is the record of the coflows that had
+finished, marked incomplete (a dead controller's are read back from its decision log).
 
 Capacity: one ovs-vswitchd thread forwards every packet; rates are accurate up to about
 200 Mbit/s of total traffic on a small VM. :func:`offered_load_bps` gives a run's worst
