@@ -157,6 +157,7 @@ class EmulationRun:
         self.segments: list[tuple[int, int, float, float, float]] = []
         # bookkeeping
         self.agents: dict[int, object] = {}
+        self._pinged: dict[int, float] = {}   # host -> when its unanswered ping was sent
         self.watchers: list = []
         self.cores_ready: set[int] = set()
         self.plan: Plan | None = None
@@ -455,12 +456,18 @@ class EmulationRun:
         is what they are heard by when they have nothing to report)."""
         now = time.monotonic()
         for host, ch in sorted(self.agents.items()):
-            silent = now - ch.last_heard
-            if silent > self.cfg.liveness_timeout:
+            asked = self._pinged.get(host)
+            if asked is not None and ch.last_heard >= asked:
+                asked = None                     # heard from since: alive
+            if asked is None:
+                self._pinged[host] = now
+                ch.request_cb({"op": "ping"}, _ignore)
+            elif now - asked > self.cfg.liveness_timeout:
+                # measured from the ping, not from the last message: a long policy call
+                # of our own is no reason to blame an agent
                 raise RunAborted(
                     f"the agent of host {host} (pid {ch.pid}) has not answered for "
-                    f"{silent:.1f} s (stopped or hung): the run cannot go on")
-            ch.request_cb({"op": "ping"}, _ignore)
+                    f"{now - asked:.1f} s (stopped or hung): the run cannot go on")
 
     def _check_stuck(self) -> None:
         if self.t0 is None or time.time() < self.t0:
