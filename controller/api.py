@@ -26,7 +26,8 @@ Controller -> agent
     established); ``start {flow, addr, port, src_addr, sport, bytes, tos, paused,
     pace_bps}`` (send a flow on that connection, opening it if needed);
     ``update {flows: [{flow, tos, paused, pace_bps}]}``; ``counters`` (answer
-    ``{rx: {flow: bytes}, t}``); ``stop``.
+    ``{rx: {flow: bytes}, t}``); ``ping`` (liveness: an agent that answers nothing for
+    a few seconds is stopped or hung, and the run fails naming its host); ``stop``.
 
 This module is standard library only: the agents import it.
 """
@@ -37,9 +38,14 @@ import logging
 import math
 import socket
 import threading
+import time
 
 MAX_LINE = 1 << 16
 """Longest accepted message (bytes, newline excluded)."""
+
+MAX_BACKLOG = 1 << 20
+"""Bytes the controller holds for a peer that does not read (a watcher that never reads,
+a stopped agent) before it disconnects that peer; its sends never block the run."""
 
 _INT = (int,)
 _NUM = (int, float)
@@ -70,6 +76,7 @@ CONTROLLER_OPS: dict[str, dict[str, tuple[tuple, bool]]] = {
     "task_run": {"seg": (_INT, True), "demand": (_NUM, True), "seconds": (_NUM, True),
                  "until": (_NUM, False)},
     "task_stop": {"seg": (_INT, True)},
+    "ping": {},
     "stop": {},
 }
 
@@ -137,30 +144,98 @@ class Channel:
 
     ``send`` is safe from any thread. ``request`` sends and waits for the answer, which the
     thread running :meth:`serve` hands over.
+
+    With ``max_backlog`` (the controller's side), ``send`` never blocks: what the peer's
+    socket does not take at once waits in a buffer that a writer thread drains, and a
+    peer that lets more than ``max_backlog`` bytes pile up is logged and disconnected
+    (:attr:`overflowed`). Without it (agents, the engine) ``send`` blocks until sent.
     """
 
     def __init__(self, sock: socket.socket, log: logging.Logger | None = None,
-                 name: str = "?"):
+                 name: str = "?", max_backlog: int | None = None):
         self.sock = sock
         self.log = log or logging.getLogger("coflowemu.api")
         self.name = name
+        self.max_backlog = max_backlog
+        self.overflowed = False
+        self._backlog = bytearray()
+        self._writer: threading.Thread | None = None
         self._wlock = threading.Lock()
+        self._wake = threading.Condition(self._wlock)
         self._ids = 0
         self._pending: dict[int, list] = {}
         self._plock = threading.Lock()
         self.closed = False
         self.host: int | None = None
+        self.pid: int | None = None
         self.role = "unknown"
+        self.last_heard = time.monotonic()
+        """When the peer last sent anything (liveness)."""
 
     def send(self, obj: dict) -> bool:
         data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
         with self._wlock:
-            try:
-                self.sock.sendall(data)
-                return True
-            except OSError:
-                self.closed = True
+            if self.max_backlog is None:
+                try:
+                    self.sock.sendall(data)
+                    return True
+                except OSError:
+                    self.closed = True
+                    return False
+            if self.closed:
                 return False
+            if not self._backlog:       # the usual case: the socket takes it all at once
+                try:
+                    n = self.sock.send(data, socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    n = 0
+                except OSError:
+                    self.closed = True
+                    return False
+                data = data[n:]
+                if not data:
+                    return True
+            if len(self._backlog) + len(data) > self.max_backlog:
+                self.overflowed = True
+                self.log.warning("api: %s (%s, host %s) does not read: %d bytes waiting "
+                                 "for it; disconnected", self.name, self.role, self.host,
+                                 len(self._backlog) + len(data))
+                self._shutdown()
+                return False
+            self._backlog += data
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._write_loop, daemon=True,
+                                                name=f"api-{self.name}-writer")
+                self._writer.start()
+            self._wake.notify()
+            return True
+
+    def _write_loop(self) -> None:
+        """Drain the backlog (blocking sends, in this thread only)."""
+        while True:
+            with self._wake:
+                while not self._backlog and not self.closed:
+                    self._wake.wait()
+                if self.closed:
+                    return
+                chunk = bytes(self._backlog[:65536])
+            try:
+                n = self.sock.send(chunk)
+            except OSError:
+                with self._wlock:
+                    self.closed = True
+                return
+            with self._wlock:
+                del self._backlog[:n]
+
+    def _shutdown(self) -> None:
+        """Closed for sending and receiving (the reading thread sees the end)."""
+        self.closed = True
+        self._wake.notify_all()
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def answer(self, request_id, ok: bool = True, error: str | None = None, **fields) -> None:
         msg = {"re": request_id, "ok": ok}
@@ -230,6 +305,7 @@ class Channel:
                     for slot in self._pending.values():
                         slot[0].set()
                 return
+            self.last_heard = time.monotonic()
             buf += chunk
             while True:
                 nl = buf.find(b"\n")
@@ -253,11 +329,15 @@ class Channel:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+        if self.max_backlog is not None:    # wake the writer (blocking mode: none)
+            with self._wlock:
+                self._wake.notify_all()
         self.sock.close()
 
 
 class ApiServer:
-    """Accepts connections on a Unix socket; one thread per connection.
+    """Accepts connections on a Unix socket; one thread per connection. Sends to a
+    peer never block (``max_backlog``, see :class:`Channel`).
 
     ``on_request(channel, msg)`` gets every valid request (after :func:`validate`); it may
     raise :class:`ApiError` to have the request answered with an error. Answers to the
@@ -265,8 +345,10 @@ class ApiServer:
     ``on_close(channel)`` is called when a peer goes away.
     """
 
-    def __init__(self, path: str, on_request, on_close=None, log=None):
+    def __init__(self, path: str, on_request, on_close=None, log=None,
+                 max_backlog: int = MAX_BACKLOG):
         self.path = path
+        self.max_backlog = max_backlog
         self.on_request = on_request
         self.on_close = on_close
         self.log = log or logging.getLogger("coflowemu.api")
@@ -285,7 +367,7 @@ class ApiServer:
             except OSError:
                 return
             n += 1
-            ch = Channel(conn, self.log, name=f"conn{n}")
+            ch = Channel(conn, self.log, name=f"conn{n}", max_backlog=self.max_backlog)
             self.channels.append(ch)
             threading.Thread(target=self._serve, args=(ch,), daemon=True,
                              name=f"api-{ch.name}").start()

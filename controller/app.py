@@ -7,8 +7,11 @@ engine as its own process::
     python -m controller.app RUN_DIR
 
 where ``RUN_DIR`` holds ``config.json`` (:class:`controller.runtime.RunConfig`),
-``workload.pkl`` and ``policy.pkl``. It listens for switches on
-``127.0.0.1:<ofp_port>`` and for agents on the Unix socket ``<api_path>``
+``workload.pkl`` and ``policy.pkl``. It listens for switches on the Unix socket
+``<ofp_path>`` in the run's private directory (mode 0700: only root, that is Open
+vSwitch, reaches it; no TCP port, so no port to race for or to reach from another
+account; ``127.0.0.1:<ofp_port>`` when no path is given) and for agents on the Unix
+socket ``<api_path>``
 (:mod:`controller.api`), runs the :class:`controller.runtime.EmulationRun` (for a joint
 workload, whose ``policy.pkl`` names a compute and a network policy, the
 :class:`controller.joint_runtime.JointEmulationRun`), writes
@@ -25,6 +28,9 @@ What it installs on core switch ``c`` (datapath id ``0xcfe000 + c + 1``):
   same hosts on the same core): its TCP 4-tuple -> ``set_field ip_dscp=<class>``, output
   to the destination's port; modified whenever the class of the flow it carries changes
   (cookie = the connection's source port).
+
+A second connection claiming the datapath id of a connected core (a takeover attempt)
+is refused, logged, and fails the run: the connected switch is never replaced.
 
 Handlers, by the event they answer: switch features (configure the switch), barrier
 replies (the switch has applied the rules: readiness and the event-to-rules latency),
@@ -85,6 +91,18 @@ class CoflowController(app_manager.OSKenApp):
         if core is None or core >= self.n_cores:
             log.warning("ignoring switch with datapath id %#x (not a core of this run)", dp.id)
             return
+        first = self.datapaths.get(core)
+        if first is not None and first is not dp and first.is_active:
+            # a takeover attempt (or a second switch with our id): never replace the
+            # connected switch; refuse the newcomer and fail the run
+            log.error("rejected a second OpenFlow connection (%s) claiming core %d "
+                      "(datapath id %#x): its switch is connected", dp.address or "socket",
+                      core, dp.id)
+            dp.close()
+            if self.run is not None and not self.run.finished:
+                self.run.events.put(("intruder", time.time(),
+                                     (core, dp.id, str(dp.address or ""))))
+            return
         self.datapaths[core] = dp
         ofp, parser = dp.ofproto, dp.ofproto_parser
         # clean slate, then forwarding
@@ -109,7 +127,10 @@ class CoflowController(app_manager.OSKenApp):
                  core, dp.id, self.n_hosts)
         self._send_barrier(dp, ("ready", core))
 
-    @set_ev_cls(ofp_event.EventOFPBarrierReply, MAIN_DISPATCHER)
+    # CONFIG too: the "ready" barrier is sent from switch_features, while os-ken's own
+    # handler may not yet have moved the switch to MAIN (another thread); its reply,
+    # dispatched in CONFIG, was dropped and the run waited 60 s for a ready core
+    @set_ev_cls(ofp_event.EventOFPBarrierReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def barrier_reply(self, ev):
         dp = ev.msg.datapath
         with self._lock:
@@ -193,6 +214,39 @@ class CoflowController(app_manager.OSKenApp):
         dp.send_msg(msg)
 
 
+class _UnixSwitchSocket:
+    """A switch's connection on the Unix socket, as os-ken's Datapath expects it: TCP
+    options (os-ken sets TCP_NODELAY on every switch) are no-ops, the rest is the socket."""
+
+    def __init__(self, sock):
+        self._sock = sock
+
+    def setsockopt(self, level, *args):
+        import socket
+        if level != socket.IPPROTO_TCP:
+            self._sock.setsockopt(level, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._sock, name)
+
+
+def _accept_unix_switches() -> None:
+    """Let os-ken's Datapath take switch connections on a Unix socket."""
+    import socket
+
+    from os_ken.controller import controller as ofc
+    init = ofc.Datapath.__init__
+    if getattr(init, "_unix_ok", False):
+        return
+
+    def datapath_init(self, sock, address):
+        if getattr(sock, "family", None) == socket.AF_UNIX:
+            sock = _UnixSwitchSocket(sock)
+        init(self, sock, address)
+    datapath_init._unix_ok = True
+    ofc.Datapath.__init__ = datapath_init
+
+
 def _setup_logging(path: str) -> None:
     h = logging.FileHandler(path)
     h.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d %(levelname)s %(name)s: "
@@ -201,16 +255,6 @@ def _setup_logging(path: str) -> None:
     root.handlers[:] = [h]
     root.setLevel(logging.INFO)
     logging.getLogger("os_ken").setLevel(logging.WARNING)
-
-
-def _die_with_parent() -> None:
-    """SIGTERM this process when the engine that started it dies (Linux prctl)."""
-    try:
-        import ctypes
-        import signal
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
-    except Exception:  # noqa: BLE001 - best effort
-        pass
 
 
 def main(argv=None) -> int:
@@ -225,7 +269,8 @@ def main(argv=None) -> int:
         print("usage: python -m controller.app RUN_DIR", file=sys.stderr)
         return 2
     run_dir = argv[0]
-    _die_with_parent()
+    # a user's policy modules, after the standard library (see engine.start_python)
+    sys.path += [d for d in os.environ.get("COFLOWEMU_CODE_PATH", "").split(os.pathsep) if d]
     signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
     # the scheduler, the API threads and os-ken's per-switch send/receive threads share
     # one GIL: hand it over every 0.5 ms instead of 5 ms, or an event waits for it
@@ -267,8 +312,14 @@ def main(argv=None) -> int:
         threading.Thread(target=api.serve_forever, daemon=True, name="api").start()
 
     from os_ken import cfg as oscfg
-    oscfg.CONF(args=["--ofp-listen-host", "127.0.0.1",
-                     "--ofp-tcp-listen-port", str(cfg.ofp_port)], project="os_ken")
+    # a listen "host" that is a path in an existing directory: os-ken listens on a Unix
+    # socket there (hub.StreamServer) and ignores the port, which must not be 0 (os-ken
+    # would then listen a second time, on its old default port: the same path)
+    host, port = (cfg.ofp_path, 6653) if cfg.ofp_path else ("127.0.0.1", cfg.ofp_port)
+    if cfg.ofp_path:
+        _accept_unix_switches()
+    oscfg.CONF(args=["--ofp-listen-host", host, "--ofp-tcp-listen-port", str(port)],
+               project="os_ken")
     threading.Thread(target=app_manager.AppManager.run_apps, args=(["controller.app"],),
                      daemon=True, name="os-ken").start()
     if run is None:

@@ -65,6 +65,7 @@ class RunConfig:
     run_dir: str
     api_path: str
     ofp_port: int
+    """TCP port of the OpenFlow listener on 127.0.0.1 (when there is no ``ofp_path``)."""
     n_hosts: int
     n_cores: int
     time_scale: float = 1.0
@@ -84,6 +85,13 @@ class RunConfig:
     ready_timeout: float = 60.0
     run_timeout: float = 3600.0
     counters_timeout: float = 2.0
+    ofp_path: str = ""
+    """The OpenFlow listener's Unix socket (in the private run directory: only root, i.e.
+    the run's own switches, can reach it); empty: TCP on ``127.0.0.1:ofp_port``."""
+    liveness_interval: float = 1.0
+    """Seconds between pings to every agent during the run."""
+    liveness_timeout: float = 5.0
+    """An agent silent this long (stopped, hung) fails the run, naming its host."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -149,6 +157,7 @@ class EmulationRun:
         self.segments: list[tuple[int, int, float, float, float]] = []
         # bookkeeping
         self.agents: dict[int, object] = {}
+        self._pinged: dict[int, float] = {}   # host -> when its unanswered ping was sent
         self.watchers: list = []
         self.cores_ready: set[int] = set()
         self.plan: Plan | None = None
@@ -209,7 +218,7 @@ class EmulationRun:
                 raise ApiError(f"register: this connection is already host {ch.host}")
             if host in self.agents and not self.agents[host].closed:
                 raise ApiError(f"register: host {host} already has an agent")
-            ch.host, ch.role = host, "agent"
+            ch.host, ch.role, ch.pid = host, "agent", msg["pid"]
             self.agents[host] = ch
             ch.answer(msg["id"], data_port=self.cfg.data_port, **self.register_info(host))
             self.events.put(("register", time.time(), host))
@@ -255,6 +264,9 @@ class EmulationRun:
     def on_close(self, ch) -> None:
         if ch.role == "agent" and not self.finished and self.agents.get(ch.host) is ch:
             self.events.put(("agent_lost", time.time(), ch.host))
+        if ch.overflowed:
+            log.warning("%s %s did not read its messages and was disconnected", ch.role,
+                        ch.name if ch.host is None else f"of host {ch.host}")
         if ch in self.watchers:
             self.watchers.remove(ch)
 
@@ -383,6 +395,8 @@ class EmulationRun:
             log.info("core %d ready", data)
         elif kind in ("agent_lost", "switch_lost"):
             raise RunAborted(f"{kind} before the start: {data}")
+        elif kind == "intruder":
+            raise RunAborted(_intruder(data))
         elif kind == "agent_error":
             log.warning("agent error before the start: %s", data)
 
@@ -395,6 +409,7 @@ class EmulationRun:
         self.decision(event="t0", t0=self.t0, scale=self.scale)
         log.info("t0 = %.6f (time scale %g)", self.t0, self.scale)
         self.on_t0()
+        self._timer(time.time() + self.cfg.liveness_interval, "liveness")
         deadline = time.time() + self.cfg.run_timeout
         first = True
         while not self.all_done():
@@ -434,6 +449,25 @@ class EmulationRun:
     def busy(self) -> bool:
         """Something is under way that will produce an event (a running flow)."""
         return bool((self.status == RUNNING).any())
+
+    def check_agents(self) -> None:
+        """Raise :class:`RunAborted` naming an agent silent for ``liveness_timeout``
+        (stopped by SIGSTOP, hung, its machine overloaded); ping the others (their answer
+        is what they are heard by when they have nothing to report)."""
+        now = time.monotonic()
+        for host, ch in sorted(self.agents.items()):
+            asked = self._pinged.get(host)
+            if asked is not None and ch.last_heard >= asked:
+                asked = None                     # heard from since: alive
+            if asked is None:
+                self._pinged[host] = now
+                ch.request_cb({"op": "ping"}, _ignore)
+            elif now - asked > self.cfg.liveness_timeout:
+                # measured from the ping, not from the last message: a long policy call
+                # of our own is no reason to blame an agent
+                raise RunAborted(
+                    f"the agent of host {host} (pid {ch.pid}) has not answered for "
+                    f"{now - asked:.1f} s (stopped or hung): the run cannot go on")
 
     def _check_stuck(self) -> None:
         if self.t0 is None or time.time() < self.t0:
@@ -480,10 +514,15 @@ class EmulationRun:
                         replan = replan or "byte_limit"
                     else:
                         self._arm_byte_limit(self.plan)
+            elif kind == "liveness":
+                self.check_agents()
+                self._timer(time.time() + self.cfg.liveness_interval, "liveness")
             elif kind == "agent_lost":
                 raise RunAborted(f"the agent of host {data} disconnected")
             elif kind == "switch_lost":
                 raise RunAborted(f"the switch of core {data} disconnected")
+            elif kind == "intruder":
+                raise RunAborted(_intruder(data))
             elif kind == "agent_error":
                 host, f, err = data
                 raise RunAborted(f"agent of host {host} reports for flow {f}: {err}")
@@ -837,6 +876,17 @@ class EmulationRun:
             "applies": self.applies,
             "stats": {k: _summary(v) for k, v in self.stats.items()},
         }
+
+
+def _intruder(data) -> str:
+    core, dpid, peer = data
+    return (f"a second OpenFlow connection ({peer or 'local socket'}) claimed core {core} "
+            f"(datapath id {dpid:#x}) while its switch was connected: rejected; the run "
+            f"is failed because its rules can no longer be trusted")
+
+
+def _ignore(_answer) -> None:
+    pass
 
 
 def _summary(values) -> dict:

@@ -43,9 +43,11 @@ class EngineError(RuntimeError):
     """An engine could not run (``setup``: root, a system package or service missing) or
     its run failed. The CLI prints the message and exits with 2 (setup) or 1."""
 
-    def __init__(self, message: str, *, setup: bool = False):
+    def __init__(self, message: str, *, setup: bool = False, partial=None):
         super().__init__(message)
         self.setup = setup
+        #: what the failed run had finished (a RunResult marked incomplete), or None
+        self.partial = partial
 
 
 class Interrupted(BaseException):

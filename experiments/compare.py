@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from controller.model import Workload
-from emulate.engines import RunOptions, get_engine
-from emulate.io.records import RunResult, atomic_write
+from emulate.engines import EngineError, RunOptions, get_engine
+from emulate.io.records import RunResult, atomic_write, run_key
 
 
 @dataclass
@@ -82,33 +82,49 @@ class Comparison:
 
 def compare(workload: Workload, policies: list[str], *, engine: str = "sim",
             lp_bound: float | None = None, out_dir: str | None = None,
-            progress: bool = False, options_for=None, resume: bool = False) -> Comparison:
+            progress: bool = False, options_for=None, resume: bool = False,
+            time_scale: float = 1.0) -> Comparison:
     """Run every policy on ``workload``; write each record to ``out_dir`` as it finishes.
 
     ``options_for(name) -> dict`` gives per-policy options (e.g. ``mode``). With
-    ``resume``, a policy whose record for this workload is already in ``out_dir`` is read
-    back instead of run again (so a long sweep can be continued, or split over processes).
+    ``resume``, a policy whose record is already in ``out_dir`` is read back instead of
+    run again (so a long sweep can be continued, or split over processes) - only when the
+    record's :func:`~emulate.io.records.run_key` equals this run's (same workload content,
+    fabric, policy options, engine, time scale, code version); any other record is run
+    again and overwritten.
     """
     rows, runs = [], []
     for spec in policies:
         path = os.path.join(out_dir, f"run-{_safe(spec)}.json") if out_dir else None
-        run = _load_record(workload, path) if resume and path else None
+        opts = dict(options_for(spec) or {}) if options_for else {}
+        options = RunOptions(progress=progress, policy_options=opts,
+                             time_scale=time_scale)
+        key = run_key(workload, spec, engine, policy_options=opts, time_scale=time_scale,
+                      engine_options=options.engine_options)
+        run = _load_record(workload, path, key) if resume and path else None
         if run is None:
-            opts = options_for(spec) if options_for else {}
-            run = get_engine(engine).run(workload, spec, RunOptions(
-                progress=progress, policy_options=opts))
+            try:
+                run = get_engine(engine).run(workload, spec, options)
+            except EngineError as e:
+                if path and e.partial is not None:   # keep what finished, marked incomplete
+                    doc = e.partial.to_json(lp_bound)
+                    doc["run_key"] = key
+                    atomic_write(path, json.dumps(doc, indent=1))
+                raise
             if path:
-                atomic_write(path, json.dumps(run.to_json(lp_bound), indent=1))
+                doc = run.to_json(lp_bound)
+                doc["run_key"] = key
+                atomic_write(path, json.dumps(doc, indent=1))
         runs.append(run)
         rows.append(Row.of(run, lp_bound))
     return Comparison(workload, engine, lp_bound, rows, runs)
 
 
-def _load_record(workload: Workload, path: str) -> RunResult | None:
+def _load_record(workload: Workload, path: str, key: dict) -> RunResult | None:
     try:
         with open(path) as fh:
-            return RunResult.from_json(workload, json.load(fh))
-    except (OSError, ValueError, KeyError):
+            return RunResult.from_json(workload, json.load(fh), key)
+    except (OSError, ValueError, KeyError, TypeError):
         return None
 
 

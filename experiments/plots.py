@@ -17,19 +17,53 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 
+STALE_SECONDS = 60.0
+"""A ``.tmp-*`` image older than this is a leftover of a killed plot (writing one takes
+milliseconds: the figure is rendered in memory first)."""
+
+
 def _save(fig, path: str) -> None:
+    """Render ``fig`` in memory, then write it next to ``path`` and rename it into place.
+
+    A kill while rendering (the slow part) leaves no file; a temporary file exists only
+    for the milliseconds of one write, and one a kill left there anyway is removed by the
+    next plot written to the same directory (:func:`remove_stale`).
+    """
+    import io
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     suffix = os.path.splitext(path)[1] or ".png"
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=suffix)
-    os.close(fd)
+    buf = io.BytesIO()
     try:
-        fig.savefig(tmp, dpi=120, bbox_inches="tight")
-        os.replace(tmp, path)
+        fig.savefig(buf, dpi=120, bbox_inches="tight", format=suffix.lstrip(".") or "png")
     finally:
         plt.close(fig)
+    remove_stale(d, suffix)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=suffix)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(buf.getbuffer())
+        os.replace(tmp, path)
+    except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        raise
+
+
+def remove_stale(directory: str, suffix: str) -> list[str]:
+    """Remove ``.tmp-*<suffix>`` files older than :data:`STALE_SECONDS` in ``directory``
+    (what killed plots left); returns their paths."""
+    import glob
+    import time
+    gone = []
+    for f in glob.glob(os.path.join(glob.escape(directory), f".tmp-*{suffix}")):
+        try:
+            if time.time() - os.stat(f).st_mtime > STALE_SECONDS:
+                os.unlink(f)
+                gone.append(f)
+        except OSError:
+            pass
+    return gone
 
 
 def cct_cdf(comparison, path: str, title: str | None = None) -> None:

@@ -343,6 +343,48 @@ def test_compare_resume_reads_back_recorded_runs_and_reruns_foreign_ones(runner,
     assert json.loads((out / "run-sebf.json").read_text())["workload"] != "something else"
 
 
+@pytest.mark.parametrize("change", [("--cores", "1"), ("--rate", "10Mbps"), "content"])
+def test_compare_resume_reruns_when_a_parameter_that_shapes_the_run_differs(
+        runner, wfile, tmp_path, change):
+    out = tmp_path / "out"
+    base = ("compare", wfile, "--policies", "sebf", "--no-lp-bound", "--json",
+            "--plot", tmp_path / "p.png", "--out", out)
+    invoke(runner, *base, "--cores", "2")
+    record = json.loads((out / "run-sebf.json").read_text())
+    assert record["run_key"]["cores"] == 2
+    if change == "content":   # the same name, other bytes
+        w = small_workload()
+        write_json(w.replace(coflows=tuple(
+            Coflow(c.id, tuple(Flow(f.src, f.dst, 2 * f.bytes) for f in c.flows),
+                   release=c.release, weight=c.weight) for c in w.coflows)), wfile)
+        change = ()
+    # a changed fabric, rate or workload content: run again, not reused
+    again = json.loads(invoke(runner, *base, "--cores", "2", *change, "--resume").stdout)
+    fresh = json.loads(invoke(runner, *base, "--cores", "2", *change).stdout)
+    assert again["rows"][0]["total_weighted_completion"] == pytest.approx(
+        fresh["rows"][0]["total_weighted_completion"], rel=1e-12)
+    assert again["rows"][0]["total_weighted_completion"] != pytest.approx(
+        record["total_weighted_completion"], rel=1e-9)
+
+
+def test_a_record_of_another_code_version_is_not_reused(wfile):
+    from emulate.io.records import RunResult, key_difference, run_key
+    from emulate.io.traces import read_workload
+    from emulate.engines import RunOptions, get_engine
+    w = read_workload(wfile)
+    key = run_key(w, "fifo", "sim")
+    doc = get_engine("sim").run(w, "fifo", RunOptions()).to_json()
+    assert RunResult.from_json(w, dict(doc, run_key=key), key) is not None
+    old = dict(key, code_version="0.0.1+0000")
+    with pytest.raises(ValueError, match="code_version"):
+        RunResult.from_json(w, dict(doc, run_key=old), key)
+    with pytest.raises(ValueError, match="no run key"):
+        RunResult.from_json(w, doc, key)
+    assert key_difference(dict(key, time_scale=2.0), key).startswith("time_scale")
+    online = run_key(w, "fifo", "sim", policy_options={"mode": "online"})
+    assert key_difference(online, key).startswith("policy_options")
+
+
 @pytest.mark.parametrize("lp", ["flow", "coflow", "single"])
 def test_bound_is_at_most_every_simulated_cost(runner, wfile, lp):
     r = invoke(runner, "bound", wfile, "--lp", lp, "--json")

@@ -334,3 +334,43 @@ def test_a_shuffle_is_sent_from_where_its_producers_finished(tmp_path):
         where[producers] = m
         flows = drv.shuffle_flows(k, where)
         assert flows and {f.src for f in flows} == {m} and {f.dst for f in flows} == {3}
+
+
+def test_a_watcher_that_never_reads_is_disconnected_and_never_blocks_the_sender(tmp_path):
+    import logging
+    import time
+    got = {}
+
+    def on_request(ch, msg):
+        ch.role = "watcher"
+        got["ch"] = ch
+        ch.answer(msg["id"])
+
+    closed = threading.Event()
+    srv = ApiServer(str(tmp_path / "api"), on_request, lambda ch: closed.set(),
+                    log=logging.getLogger("test"), max_backlog=1 << 16)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(str(tmp_path / "api"))
+    s.sendall(b'{"op":"watch","id":1}\n')           # ... and never reads again
+    deadline = time.time() + 5
+    while "ch" not in got and time.time() < deadline:
+        time.sleep(0.01)
+    ch = got["ch"]
+    push = {"op": "progress", "done": 1, "total": 2, "pad": "x" * 1000}
+    sent = []
+
+    def pushes():   # the controller's main loop: far more than the socket buffer holds
+        for _ in range(5000):
+            sent.append(ch.send(push))
+
+    t = threading.Thread(target=pushes, daemon=True)
+    t0 = time.perf_counter()
+    t.start()
+    t.join(10)
+    assert not t.is_alive(), "a send to a watcher that does not read blocked the run"
+    assert time.perf_counter() - t0 < 5
+    assert sent[0] and not sent[-1] and ch.overflowed
+    assert closed.wait(5)         # the server let it go (on_close)
+    s.close()
+    srv.close()

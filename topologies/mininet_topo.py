@@ -44,7 +44,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from typing import Callable, Sequence
 
 PREFIX = "cfe"
@@ -157,10 +156,12 @@ class _Controller(RemoteController if RemoteController else object):
 
 def build_network(topo: ParallelTopo, controller_port: int, *, datapath: str | None = None,
                   qdisc: Callable[[str, float], list[str]] = htb_single_class,
-                  controller_ip: str = "127.0.0.1"):
+                  controller_ip: str = "127.0.0.1", controller_path: str | None = None):
     """Build and start the Mininet network of ``topo``; returns the started ``Mininet``.
 
-    Switches connect (OpenFlow 1.3, fail mode secure) to ``controller_ip:controller_port``.
+    Switches connect (OpenFlow 1.3, fail mode secure) to ``controller_ip:controller_port``,
+    or with ``controller_path`` to the controller's Unix socket there (Open vSwitch's
+    ``unix:`` target: reachable by root only when the socket's directory is private).
     Every link end gets the ``qdisc`` tree at its core's rate. Does not wait for the
     switches to connect (the controller knows when they have). On any error the partly
     built network is stopped before the exception propagates.
@@ -178,13 +179,25 @@ def build_network(topo: ParallelTopo, controller_port: int, *, datapath: str | N
     datapath = datapath or choose_datapath()
     switch = partial(OVSSwitch, datapath=datapath, protocols="OpenFlow13",
                      failMode="secure", reconnectms=1000)
-    ctrl = _Controller("c0", ip=controller_ip, port=controller_port)
+    # with a Unix socket, the bridges start without a controller and get it in one
+    # ovs-vsctl call (Mininet writes every target as protocol:ip:port)
+    ctrl = _Controller("c0", ip=controller_ip, port=controller_port) \
+        if controller_path is None else None
     net = Mininet(topo=topo, switch=switch, controller=ctrl, link=Link, build=False,
                   autoSetMacs=False, autoStaticArp=False, waitConnected=False,
                   inNamespace=False)
     try:
         net.build()
         net.start()
+        if controller_path is not None:
+            cmd = ["ovs-vsctl", "--timeout=10"]
+            for sw in net.switches:
+                cmd += ["--", f"--id=@{sw.name}", "create", "Controller",
+                        f'target="unix:{controller_path}"', "max_backoff=1000",
+                        "--", "set", "bridge", sw.name, f"controller=@{sw.name}"]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"setting the controller failed: {r.stderr.strip()}")
         made = set(subprocess.run(["ovs-vsctl", "list-br"], capture_output=True,
                                   text=True).stdout.split())
         missing = [s.name for s in net.switches if s.name not in made]
@@ -217,11 +230,11 @@ def configure_hosts(net, topo: ParallelTopo, qdisc) -> None:
             cmds += hairpin_commands(i, c, h.intf(intf).MAC())
             lines += qdisc(intf, topo.rates[c])
             root_lines += qdisc(switch_intf(i, c), topo.rates[c])
-        _tc_batch(lines, run=lambda path, h=h: h.cmd(f"tc -force -batch {path}; echo rc=$?"))
+        _tc_batch(lines, run=lambda text, h=h: _host_tc(h, text))
         out = h.cmd("; ".join(cmds) + "; ip rule | grep -c 'lookup 1'")
         if out.strip().splitlines()[-1:] != [str(topo.n_cores)]:
             raise RuntimeError(f"configuring {h.name} failed: {out.strip()}")
-    _tc_batch(root_lines, run=lambda path: _root_tc(path))
+    _tc_batch(root_lines, run=_root_tc)
 
 
 def hairpin_commands(host: int, core: int, mac: str) -> list[str]:
@@ -241,24 +254,26 @@ def hairpin_commands(host: int, core: int, mac: str) -> list[str]:
             f"ip neigh replace {addr} lladdr {mac} dev {intf} nud permanent"]
 
 
-def _root_tc(path: str) -> str:
-    r = subprocess.run(["tc", "-force", "-batch", path], capture_output=True, text=True)
+def _root_tc(text: str) -> str:
+    r = subprocess.run(["tc", "-force", "-batch", "-"], input=text, capture_output=True,
+                       text=True)
     return f"{r.stderr}rc={r.returncode}"
 
 
+def _host_tc(host, text: str) -> str:
+    p = host.popen(["tc", "-force", "-batch", "-"], stdin=subprocess.PIPE,
+                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out, _ = p.communicate(text.encode())
+    return f"{out.decode(errors='replace')}rc={p.wait()}"
+
+
 def _tc_batch(lines: list[str], run) -> None:
+    """Run tc's batch of ``lines`` (on its standard input: no file a kill could leave)."""
     if not lines:
         return
-    with tempfile.NamedTemporaryFile("w", prefix="cfe-tc-", suffix=".batch",
-                                     delete=False) as f:
-        f.write("\n".join(lines) + "\n")
-        path = f.name
-    try:
-        out = run(path)
-        if "rc=0" not in out:
-            raise RuntimeError(f"tc -batch failed: {out.strip()}")
-    finally:
-        os.unlink(path)
+    out = run("\n".join(lines) + "\n")
+    if "rc=0" not in out:
+        raise RuntimeError(f"tc -batch failed: {out.strip()}")
 
 
 def stop_network(net) -> None:

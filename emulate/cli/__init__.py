@@ -51,6 +51,8 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except Interrupted:
             _fail("interrupted; everything was cleaned up", 143)
+        except KeyboardInterrupt:    # Ctrl-C: the engines clean up in their finally
+            _fail("interrupted; everything was cleaned up", 130)
         except EngineError as e:
             _fail(str(e), 2 if e.setup else 1)
         except Exception as e:
@@ -167,7 +169,12 @@ def run(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_rele
     opts = RunOptions(segments=bool(segments_path), progress=True,
                       policy_options=_network_options(w, policy_spec, mode, objective),
                       time_scale=1.0 if time_scale is None else time_scale)
-    result = get_engine(engine).run(w, policy_spec, opts)
+    try:
+        result = get_engine(engine).run(w, policy_spec, opts)
+    except EngineError as e:
+        if e.partial is not None and as_json:   # what finished, marked incomplete
+            click.echo(json.dumps(e.partial.to_json()))
+        raise
     if is_joint(w):
         return _report_joint(w, result, policy_spec, engine, opts, as_json, segments_path,
                              lp_bound)

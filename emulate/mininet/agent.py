@@ -157,6 +157,8 @@ class Agent:
                     job.update(item)
         elif op == "counters":
             self.ch.answer(msg["id"], rx=self.counters(), t=time.time())
+        elif op == "ping":
+            self.ch.answer(msg["id"])
         elif op in ("task_run", "task_stop"):
             if self.slots is None:
                 raise ApiError(f"{op}: host {self.host} is not a machine (no capacity)")
@@ -391,14 +393,6 @@ def _recv_exact(conn: socket.socket, n: int) -> bytes | None:
     return buf
 
 
-def _die_with_parent() -> None:
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))
-    except Exception:  # noqa: BLE001
-        pass
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--api", required=True, help="the controller's API socket")
@@ -410,7 +404,6 @@ def main(argv=None) -> int:
     p.add_argument("--window", type=int, default=0,
                    help="receive window clamp, bytes (0: none): bounds bytes in flight")
     args = p.parse_args(argv)
-    _die_with_parent()
     signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
     if args.nice:
         os.setpriority(os.PRIO_PROCESS, 0, args.nice)

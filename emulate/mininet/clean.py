@@ -7,7 +7,16 @@ Like Mininet's ``mn -c``, but only for coflowemu's own things, found two ways:
   made. A PID is signalled only while ``/proc/<pid>/cmdline`` still shows the command we
   started (a reused PID belongs to someone else and is left alone);
 * OVS bridges and root-namespace interfaces named with our prefix (``cfe<N>``,
-  ``cfe<N>-eth<M>``: see :mod:`topologies.mininet_topo`).
+  ``cfe<N>-eth<M>``: see :mod:`topologies.mininet_topo`);
+* tc batch files ``/tmp/cfe-tc-*.batch`` that earlier versions wrote for every build
+  (tc now reads its batch on standard input), and the OpenFlow socket directories
+  ``<ovs_rundir>/coflowemu-run-*`` of runs that are gone (:func:`controller_dir`: Open
+  vSwitch connects to ``unix:`` controllers only inside its own run directory).
+
+Controllers and agents die with the engine that started them (their parent-death
+signal is set before they run any code: :func:`emulate.mininet.engine.start_python`), so
+after a SIGKILL of the engine what remains is the run directory, the OVS bridges (kept by
+ovsdb) and any interface the kernel did not remove with its namespace: all removed here.
 
 A run whose engine process is still alive is skipped (it cleans up after itself), unless
 ``force``. Host namespaces are not named (``ip netns`` never lists them): they vanish
@@ -15,6 +24,8 @@ with the processes that hold them.
 """
 from __future__ import annotations
 
+import contextlib
+import glob
 import json
 import os
 import re
@@ -28,6 +39,27 @@ from topologies.mininet_topo import PREFIX
 STATE_DIR = "/run/coflowemu"
 _BRIDGE = re.compile(rf"^{PREFIX}\d+$")
 _INTF = re.compile(rf"^{PREFIX}\d+-eth\d+$")
+STALE_FILES = "/tmp/cfe-tc-*.batch"
+OVS_RUNDIRS = ("/var/run/openvswitch", "/usr/local/var/run/openvswitch")
+"""Where Open vSwitch accepts ``unix:`` controller sockets (it refuses any other place)."""
+
+
+def ovs_rundir() -> str:
+    """Open vSwitch's run directory, spelled as OVS spells it (``$OVS_RUNDIR`` first)."""
+    for d in (os.environ.get("OVS_RUNDIR"), *OVS_RUNDIRS):
+        if d and os.path.isdir(d):
+            return d
+    return OVS_RUNDIRS[0]
+
+
+def controller_dir(run_dir: str) -> str:
+    """The private directory (0700) of a run's OpenFlow socket, inside OVS's run
+    directory: ``<ovs_rundir>/coflowemu-<run>``."""
+    return os.path.join(ovs_rundir(), f"coflowemu-{os.path.basename(run_dir)}")
+
+
+def _controller_dirs() -> list[str]:
+    return sorted(glob.glob(os.path.join(ovs_rundir(), "coflowemu-run-*")))
 
 
 # ---------------------------------------------------------------------- state files
@@ -149,7 +181,7 @@ def clean(force: bool = False, verbose: bool = False) -> dict:
     Skips runs whose engine is alive unless ``force``; bridges/interfaces with our
     prefix are removed only when no live run remains.
     """
-    removed = {"processes": [], "bridges": [], "interfaces": [], "run_dirs": []}
+    removed = {"processes": [], "bridges": [], "interfaces": [], "run_dirs": [], "files": []}
     live = False
     if os.path.isdir(STATE_DIR):
         for name in sorted(os.listdir(STATE_DIR)):
@@ -167,7 +199,7 @@ def clean(force: bool = False, verbose: bool = False) -> dict:
             removed["processes"] += end_processes(st.get("procs", []))
             removed["bridges"] += [b for b in st.get("bridges", []) if b in our_bridges()]
             delete_bridges(st.get("bridges", []))
-            shutil.rmtree(d, ignore_errors=True)
+            remove_run_dir(d)
             removed["run_dirs"].append(d)
     if not live:
         br = our_bridges()
@@ -176,13 +208,38 @@ def clean(force: bool = False, verbose: bool = False) -> dict:
         intfs = our_interfaces()
         delete_interfaces(intfs)
         removed["interfaces"] += intfs
+        for path in stale_files():
+            with contextlib.suppress(OSError):
+                if os.path.isdir(path):
+                    shutil.rmtree(path)
+                else:
+                    os.unlink(path)
+                removed["files"].append(path)
     if verbose:
         for k, v in removed.items():
             print(f"clean: {k}: {' '.join(map(str, v)) if v else '-'}")
     return removed
 
 
-def leftovers() -> dict:
-    """What of ours exists now (bridges, interfaces, run dirs): empty lists when clean."""
+def remove_run_dir(run_dir: str) -> None:
+    """Remove a run's directory and its OpenFlow socket's directory."""
+    shutil.rmtree(controller_dir(run_dir), ignore_errors=True)
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def stale_files() -> list[str]:
+    """Files of ours outside any run directory (see the module docstring) and the
+    OpenFlow socket directories of runs that are gone."""
+    runs = set(os.listdir(STATE_DIR)) if os.path.isdir(STATE_DIR) else set()
+    return sorted(glob.glob(STALE_FILES)) + [
+        d for d in _controller_dirs() if os.path.basename(d)[len("coflowemu-"):] not in runs]
+
+
+def leftovers(files: bool = False) -> dict:
+    """What of ours exists now (bridges, interfaces, run dirs; with ``files`` the stale
+    files too): empty lists when clean."""
     dirs = sorted(os.listdir(STATE_DIR)) if os.path.isdir(STATE_DIR) else []
-    return {"bridges": our_bridges(), "interfaces": our_interfaces(), "run_dirs": dirs}
+    out = {"bridges": our_bridges(), "interfaces": our_interfaces(), "run_dirs": dirs}
+    if files:
+        out["files"] = stale_files()
+    return out

@@ -17,8 +17,13 @@
 
 Everything is torn down in a ``finally`` (agents, controller, switches, links, host
 namespaces, tc state goes with the interfaces, the run directory) on success, on error,
-on Ctrl-C and on SIGTERM (turned into an exception while the run is on). What a killed
-engine could not remove, ``coflowemu clean`` (:mod:`emulate.mininet.clean`) does.
+on Ctrl-C and on SIGTERM (turned into an exception while the run is on). The controller
+and the agents die with a killed engine (:func:`start_python`); what it could not remove
+(run directory, bridges), ``coflowemu clean`` (:mod:`emulate.mininet.clean`) does.
+
+A failed run (an agent lost, stopped or hung, the controller dead, an intruding switch)
+raises :class:`EmulationError` whose ``partial`` is the record of the coflows that had
+finished, marked incomplete (a dead controller's are read back from its decision log).
 
 Capacity: one ovs-vswitchd thread forwards every packet; rates are accurate up to about
 200 Mbit/s of total traffic on a small VM. :func:`offered_load_bps` gives a run's worst
@@ -35,6 +40,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -107,10 +113,81 @@ def preflight() -> None:
                              setup=True) from None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def start_python(module: str, args: list[str], *, run_dir: str, stdout, nice: int = 0,
+                 popen=subprocess.Popen, code_dirs=(), **kwargs):
+    """Start ``python -m module args`` as a child that dies with this process, with a
+    safe import path.
+
+    The child gets its parent-death signal (SIGKILL) before it runs a single line of
+    Python (``preexec_fn``; checked against a parent that died in between), so a killed
+    engine leaves no controller or agent behind, even during their start-up. ``popen`` is
+    ``subprocess.Popen`` or a Mininet host's ``popen`` (the agent in its namespace).
+
+    It runs as root, so it imports only from the installed package and the standard
+    library: ``python -P`` in the private ``run_dir`` (neither the user's working
+    directory nor the run directory on ``sys.path``), ``PYTHONPATH`` = the package's own
+    directory only. ``code_dirs`` (the directories of a user's policy modules, see
+    :func:`policy_dirs`) are *appended* to ``sys.path`` by the child
+    (``COFLOWEMU_CODE_PATH``), after the standard library, which they cannot shadow.
+    """
+    parent = os.getpid()
+
+    def child() -> None:
+        _libc().prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
+        if os.getppid() != parent:      # the engine died before prctl: nobody waits for us
+            os._exit(1)
+        if nice:
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
+
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PYTHON") and k != CODE_PATH_VAR}
+    env["PYTHONPATH"] = PACKAGE_ROOT
+    if code_dirs:
+        env[CODE_PATH_VAR] = os.pathsep.join(code_dirs)
+    return popen([sys.executable, "-P", "-m", module, *args], stdout=stdout,
+                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=child,
+                 cwd=run_dir, env=env, **kwargs)
+
+
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+"""The directory holding the ``controller``, ``emulate`` and ``topologies`` packages."""
+
+CODE_PATH_VAR = "COFLOWEMU_CODE_PATH"
+
+
+def policy_dirs(policy) -> list[str]:
+    """Directories to import a run's user policy modules from (none for built-ins).
+
+    ``policy``: a policy object, or a joint run's ``{"compute": name, "network": name}``
+    (``module:Class`` names). Each module's import root: the directory its top-level
+    package (or the module itself) is in.
+    """
+    if isinstance(policy, dict):
+        modules = [n.split(":")[0] for n in (policy.get("compute"), policy.get("network"))
+                   if isinstance(n, str) and ":" in n]
+    else:
+        modules = [type(policy).__module__]
+    out = []
+    for name in modules:
+        f = getattr(sys.modules.get(name), "__file__", None)
+        if not f:
+            continue
+        root = os.path.dirname(os.path.abspath(f))
+        if os.path.basename(f).startswith("__init__."):
+            root = os.path.dirname(root)
+        for _ in name.split(".")[:-1]:
+            root = os.path.dirname(root)
+        if root != PACKAGE_ROOT and root not in out:
+            out.append(root)
+    return out
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _libc():
+    import ctypes
+    return ctypes.CDLL(None, use_errno=True)
 
 
 @contextlib.contextmanager
@@ -224,14 +301,31 @@ class MininetRun:
             finally:
                 with _signals_blocked():
                     self.teardown()
+        if out.get("failure"):
+            raise EmulationError(out["failure"], partial=self._partial(
+                out, time.perf_counter() - wall))
         return self._record(out, time.perf_counter() - wall)
+
+    def _partial(self, out: dict, wall: float) -> RunResult | None:
+        """The record of what a failed run finished (never-finished coflows: nan),
+        marked incomplete; None for a joint run or a result without completions."""
+        if self.joint is not None or "coflow_completion" not in out:
+            return None
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            r = self._record_network(out, wall)
+            r.extra.update(incomplete=True, error=out.get("error"))
+            return r
+        return None
 
     def _setup(self) -> None:
         w = self.workload
         n_hosts = w.fabric.ports
         self.run_dir = cleaner.new_run_dir()
         api = os.path.join(self.run_dir, "api.sock")
-        cfg = RunConfig(run_dir=self.run_dir, api_path=api, ofp_port=_free_port(),
+        ofp_dir = cleaner.controller_dir(self.run_dir)
+        os.mkdir(ofp_dir, 0o700)
+        cfg = RunConfig(run_dir=self.run_dir, api_path=api, ofp_port=0,
+                        ofp_path=os.path.join(ofp_dir, "of.sock"),
                         n_hosts=n_hosts, n_cores=w.fabric.cores, time_scale=self.time_scale,
                         interactive=self.interactive,
                         wire_overhead=self.wire_overhead, pause=self.pause,
@@ -244,17 +338,11 @@ class MininetRun:
         with open(os.path.join(self.run_dir, "policy.pkl"), "wb") as fh:
             pickle.dump(self.policy, fh)
         t = time.perf_counter()
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            [os.getcwd()] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-        out = open(os.path.join(self.run_dir, "controller.out"), "wb")
-        nice = self.nice
-        self.controller = subprocess.Popen(
-            [sys.executable, "-m", "controller.app", self.run_dir], stdout=out,
-            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-            start_new_session=True,
-            preexec_fn=(lambda: os.setpriority(os.PRIO_PROCESS, 0, nice)) if nice else None)
-        out.close()
+        with open(os.path.join(self.run_dir, "controller.out"), "wb") as out:
+            self.controller = start_python("controller.app", [self.run_dir],
+                                           run_dir=self.run_dir, stdout=out, nice=self.nice,
+                                           code_dirs=policy_dirs(self.policy),
+                                           start_new_session=True)
         cleaner.add_procs(self.run_dir, [(self.controller.pid, "controller.app")])
         # the network, while the controller starts (switches retry until it listens)
         tn = time.perf_counter()
@@ -264,7 +352,8 @@ class MininetRun:
         topo = ParallelTopo(hosts=n_hosts, cores=w.fabric.cores, rates=rates)
         self.datapath = self.datapath or choose_datapath()
         cleaner.write_state(self.run_dir, bridges=[s for s in topo.switches()])
-        self.net = build_network(topo, cfg.ofp_port, datapath=self.datapath,
+        self.net = build_network(topo, cfg.ofp_port, controller_path=cfg.ofp_path,
+                                 datapath=self.datapath,
                                  qdisc=htb_priority_tree)
         shells = [(n.pid, f"mininet:{n.name}") for n in self.net.hosts + self.net.switches
                   if getattr(n, "pid", None)]
@@ -287,13 +376,11 @@ class MininetRun:
         procs = []
         for i in range(n_hosts):
             h = self.net.get(host_name(i))
-            log = open(os.path.join(self.run_dir, f"agent{i}.out"), "wb")
-            p = h.popen([sys.executable, "-m", "emulate.mininet.agent", "--api", api, "--host",
-                         str(i), "--port", str(cfg.data_port), "--nice", str(self.nice),
-                         "--window", str(self.window(rates))],
-                        stdout=log,
-                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-            log.close()
+            with open(os.path.join(self.run_dir, f"agent{i}.out"), "wb") as log:
+                p = start_python("emulate.mininet.agent", [
+                    "--api", api, "--host", str(i), "--port", str(cfg.data_port),
+                    "--nice", str(self.nice), "--window", str(self.window(rates))],
+                    run_dir=self.run_dir, stdout=log, popen=h.popen)
             self.agents.append(p)
             procs.append((p.pid, "emulate.mininet.agent"))
         cleaner.add_procs(self.run_dir, procs)
@@ -311,7 +398,11 @@ class MininetRun:
                     raise EmulationError(f"the run did not finish in {self.timeout:.0f} s")
                 dead = [i for i, p in enumerate(self.agents) if p.poll() is not None]
                 if dead and self.controller.poll() is None:
-                    time.sleep(0.5)  # the controller notices and writes why
+                    # the controller notices (the agent's socket closed) and writes its
+                    # result: why, and what had finished
+                    grace = time.time() + 5.0
+                    while self.controller.poll() is None and time.time() < grace:
+                        time.sleep(0.05)
                     if self.controller.poll() is None:
                         raise EmulationError(
                             f"agent of host {dead[0]} exited:\n" + self._tail(
@@ -322,17 +413,46 @@ class MininetRun:
                 watcher.close()
         path = os.path.join(self.run_dir, "result.json")
         if not os.path.exists(path):
-            raise EmulationError("the controller exited without a result:\n" +
-                                 self._tail("controller.out") + self._tail("controller.log"))
+            out = self._salvage()
+            done = sum(x is not None for x in out["coflow_completion"])
+            out["failure"] = (f"the controller exited without a result ({done} of "
+                              f"{self.workload.arrays.n_coflows} coflows had finished, by "
+                              f"its decision log; their record is kept, marked "
+                              f"incomplete):\n" + self._tail("controller.out") +
+                              self._tail("controller.log"))
+            return out
         with open(path) as fh:
             out = json.load(fh)
         if not out.get("ok"):
-            raise EmulationError(f"the emulated run failed: {out.get('error')}\n" +
-                                 self._tail("controller.log"))
+            done = sum(x is not None for x in out.get("coflow_completion", []))
+            out["failure"] = (f"the emulated run failed: {out.get('error')} ({done} of "
+                              f"{self.workload.arrays.n_coflows} coflows had finished; "
+                              f"the record of those is kept, marked incomplete)\n" +
+                              self._tail("controller.log"))
         out["decisions"] = os.path.join(self.run_dir, "decisions.jsonl")
         after = port_bytes(self.workload.fabric.ports, self.workload.fabric.cores)
         out["port_bytes"] = (after - self.ports_before).tolist()
         return out
+
+    def _salvage(self) -> dict:
+        """What a controller that died without a result had finished, from the completions
+        in its decision log (written line by line as they happen)."""
+        a = self.workload.arrays
+        index = {c.id: k for k, c in enumerate(self.workload.coflows)}
+        flows, coflows = [None] * a.n_flows, [None] * a.n_coflows
+        with contextlib.suppress(OSError):
+            with open(os.path.join(self.run_dir, "decisions.jsonl")) as fh:
+                for line in fh:
+                    with contextlib.suppress(ValueError, KeyError, TypeError, IndexError):
+                        d = json.loads(line)
+                        if d.get("event") == "flow_done":
+                            flows[int(d["flow"])] = float(d["tw_done"])
+                        elif d.get("event") == "coflow_done":
+                            coflows[index[d["coflow"]]] = float(d["tw_done"])
+        empty = {"flow": [], "core": [], "start": [], "end": [], "rate_bps": []}
+        return {"ok": False, "error": "the controller died", "flow_completion": flows,
+                "coflow_completion": coflows, "segments": empty, "policy_calls": 0,
+                "stats": {}, "port_bytes": []}
 
     def _tail(self, name: str, n: int = 15) -> str:
         try:
@@ -362,13 +482,14 @@ class MininetRun:
             cleaner.delete_bridges(left)
             cleaner.end_processes(st.get("procs", []), timeout=1.0)
             if self.keep_dir:
-                kept = self.run_dir.replace(cleaner.STATE_DIR, "/tmp", 1)
-                shutil.rmtree(kept, ignore_errors=True)
+                # a private directory of a name nobody can predict (we run as root)
+                kept = tempfile.mkdtemp(prefix=f"coflowemu-{os.path.basename(self.run_dir)}-")
                 with contextlib.suppress(OSError):
-                    shutil.copytree(self.run_dir, kept, ignore=shutil.ignore_patterns(
-                        "*.sock", "*.pkl"))
+                    shutil.copytree(self.run_dir, kept, dirs_exist_ok=True,
+                                    ignore=shutil.ignore_patterns("*.sock", "*.pkl"))
+                os.chmod(kept, 0o700)
                 self.kept_dir = kept
-            shutil.rmtree(self.run_dir, ignore_errors=True)
+            cleaner.remove_run_dir(self.run_dir)
         self.timings["teardown_s"] = time.perf_counter() - t
 
     # ------------------------------------------------------------------ records
@@ -524,7 +645,8 @@ def run_mininet(workload: Workload, policy, *, time_scale: float = 1.0,
     timeout : float, optional
         Wall seconds before the run is abandoned (default from the workload's size).
     keep_dir : bool
-        Copy the run's logs (controller.log, decisions.jsonl, agent logs) to /tmp.
+        Copy the run's logs (controller.log, decisions.jsonl, agent logs) to a private
+        new directory ``/tmp/coflowemu-run-*`` (``extra["run_dir"]``).
     exact_state : bool
         Wait for every receiver's byte counters before each policy call instead of
         estimating them from the last measurement and the planned rates.
