@@ -286,7 +286,7 @@ def read_trace(path: str) -> tuple[np.ndarray, np.ndarray]:
         rates.append(r)
     if not times:
         raise WorkloadError("a speed trace needs at least one change point 'time rate'",
-                            source=path, field="time")
+                            source=path, line=max(1, len(lines)), field="time")
     return np.array(times), np.array(rates)
 
 
@@ -318,6 +318,8 @@ def check_spec(spec, machine: str, base: str | None = None) -> dict:
         path = spec["trace"]
         if base is not None and not os.path.isabs(path):
             path = os.path.normpath(os.path.join(base, path))
+        if not os.path.isfile(path):
+            raise WorkloadError(f"{where}: no trace file {path!r}", field="speed")
         read_trace(path)
         return {"trace": path}
     if "rate" in spec:

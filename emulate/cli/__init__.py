@@ -224,6 +224,9 @@ def _report_joint(w, result, policy_spec, engine, opts, as_json, segments_path, 
                f"makespan {doc['makespan']:.6g} s")
     click.echo(f"  total weighted job completion {doc['total_weighted_job_completion']:.6g}"
                + (f", {lp.upper()} lower bound {bound:.6g}" if bound is not None else ""))
+    if "mean_flowtime" in doc:        # the redundancy model's objective
+        click.echo(f"  mean flowtime {doc['mean_flowtime']:.6g}, total flowtime "
+                   f"{doc['total_flowtime']:.6g} ({doc['checkpoints']} checkpoints)")
     if engine != "sim":
         sim = get_engine("sim").run(w, policy_spec, replace(opts, segments=False,
                                                             progress=False))
