@@ -450,7 +450,9 @@ def generate(kind, seed, ports, cores, rate, coflows, mean_size, chi, jobs, load
 
     Kinds: coflows (independent coflows, releases, DAG), jobs (multi-stage coflow jobs),
     mapreduce (joint: map -> shuffle -> reduce), google (joint, compute only),
-    moldable (joint, moldable jobs: --policy demt)."""
+    moldable (joint, moldable jobs: --policy demt), msjo (joint, MapReduce server jobs:
+    --policy mars), redundancy (joint, jobs with work on machines of varying speed:
+    --policy srpt+r)."""
     from emulate.io.generators import generate as make, params_of
     kind = kind or ("jobs" if jobs else "coflows")
     if list_params:
