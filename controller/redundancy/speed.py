@@ -152,6 +152,9 @@ class ApUp:
                 break
         t_all = np.concatenate(times)[:-1]
         r_all = np.concatenate(rates)
+        # a Gamma(0.5) length can vanish in floating point: such a period has no effect
+        live = np.append(t_all[1:] > t_all[:-1], True)
+        t_all, r_all = t_all[live], r_all[live]
         keep = np.searchsorted(t_all, until, side="right") + 1      # one point past until
         return t_all[:keep], r_all[:keep]
 
