@@ -30,6 +30,9 @@ Xu, de Veciana, Lau, Zhou; algorithms.md section 4; docs/redundancy.md.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
+from operator import attrgetter
+
 import numpy as np
 
 from controller.jobmodel import JobModel, JobModelError, Piece, register
@@ -106,10 +109,13 @@ class RedundancyModel(JobModel):
         self.end[self.order] = self.run.completion
         c = self.run.copies
         self.by_task: list[list[Piece]] = [[] for _ in range(n)]
-        for j, m, s, e, sh in zip(c["job"], c["machine"], c["start"], c["end"], c["share"]):
+        for j, m, s, e, sh in zip(c["job"].tolist(), c["machine"].tolist(),
+                                  c["start"].tolist(), c["end"].tolist(),
+                                  c["share"].tolist()):     # recorded in time order
             q = int(self.order[j])
-            self.by_task[q].append(Piece(q, int(m), float(s), float(e), float(sh),
-                                         float(self.work_of[q]), bool(e >= self.end[q])))
+            self.by_task[q].append(Piece(q, m, s, e, sh, float(self.work_of[q]),
+                                         bool(e >= self.end[q])))
+        self.starts = [[pc.start for pc in ps] for ps in self.by_task]
         self.comp = np.full(n, np.nan)
         self.planned = np.zeros(n, dtype=bool)
         self.pinned = np.full(n, -1, dtype=np.int64)
@@ -185,8 +191,9 @@ class RedundancyModel(JobModel):
     # ------------------------------------------------------------------ steps
     def plan(self, t: float, tasks, follow: bool = True) -> tuple[Piece, ...]:
         """The run's pieces of ``tasks`` from ``t`` on."""
-        pieces = [pc for q in tasks for pc in self.by_task[int(q)] if pc.start >= t - self.tol]
-        pieces.sort(key=lambda pc: (pc.start, pc.task, pc.machine))
+        pieces = [pc for q in tasks for pc in
+                  self.by_task[q][bisect_left(self.starts[q], t - self.tol):]]
+        pieces.sort(key=attrgetter("start", "task", "machine"))
         if follow:
             self.planned[np.asarray(tasks, dtype=np.int64)] = True
             self.replans += 1

@@ -141,25 +141,24 @@ class Run:
             raise ValueError("this run recorded no copies (simulate with record=True)")
         c, sp = self.copies, self.speed
         out = {k: [] for k in ("job", "copy", "machine", "start", "end", "share", "work")}
-        for m in range(sp.n):
+        for m in np.unique(c["machine"]):
             sel = np.flatnonzero(c["machine"] == m)
-            if not len(sel):
-                continue
-            t, r = sp.points(m)
-            for k in sel:
-                a, b = c["start"][k], c["end"][k]
-                i0 = np.searchsorted(t, a, side="right") - 1
-                i1 = np.searchsorted(t, b, side="left")
-                cuts = np.concatenate([[a], t[i0 + 1:i1], [b]])
-                rates = r[i0:max(i1, i0 + 1)]
-                n = len(cuts) - 1
-                out["job"].append(np.full(n, c["job"][k]))
-                out["copy"].append(np.full(n, c["copy"][k]))
-                out["machine"].append(np.full(n, m))
-                out["start"].append(cuts[:-1])
-                out["end"].append(cuts[1:])
-                out["share"].append(np.full(n, c["share"][k]))
-                out["work"].append(c["share"][k] * rates[:n] * np.diff(cuts))
+            t, r = sp.points(int(m))
+            a, b = c["start"][sel], c["end"][sel]
+            i0 = np.searchsorted(t, a, side="right") - 1
+            n = np.maximum(np.searchsorted(t, b, side="left") - i0, 1)   # pieces per copy
+            rep = np.repeat(np.arange(len(sel)), n)
+            k = i0[rep] + np.arange(len(rep)) - np.repeat(np.cumsum(n) - n, n)
+            nxt = np.append(t[1:], np.inf)
+            lo, hi = np.maximum(a[rep], t[k]), np.minimum(b[rep], nxt[k])
+            share = c["share"][sel][rep]
+            out["job"].append(c["job"][sel][rep])
+            out["copy"].append(c["copy"][sel][rep])
+            out["machine"].append(np.full(len(rep), m))
+            out["start"].append(lo)
+            out["end"].append(hi)
+            out["share"].append(share)
+            out["work"].append(share * r[k] * (hi - lo))
         cat = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in out.items()}
         order = np.lexsort((cat["copy"], cat["job"], cat["start"]))
         return {k: v[order] for k, v in cat.items()}
