@@ -311,3 +311,12 @@ def test_the_verifier_rejects_tampered_records(tamper):
         jobs[1]["work"] += 1
     with pytest.raises(RecordError):
         verify(jobs, segs, 2)
+
+
+def test_a_plus_inside_a_redundancy_policy_name_is_not_the_compute_network_separator():
+    from controller.policyspec import split_policy
+    assert split_policy("srpt+r") == ("srpt+r", None)
+    assert split_policy("laps+r:0.3") == ("laps+r:0.3", None)
+    assert split_policy("fair+r+sebf") == ("fair+r", "sebf")
+    assert split_policy("srpt+sebf") == ("srpt", "sebf")
+    assert split_policy("psrs+lp-coflow") == ("psrs", "lp-coflow")
