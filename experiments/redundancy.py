@@ -14,7 +14,7 @@ as objects; the experiment feeds the simulator directly). Sections:
   flowtime, flowtime quantiles, and the CDF plot;
 * ``lambda``: mean flowtime against ``lam`` from 1 to 2.5 for the six policies;
 * ``beta``: LAPS+R's mean flowtime (all jobs, and the small half: work below the median)
-  against ``beta`` at light (``lam = 1``) and heavy (``lam = 2.25``) load.
+  against ``beta`` at light (``lam = 1``) and heavy (``lam = 2.5``, the limit) load.
 
 Rows go to ``<out>/redundancy.json`` as soon as they are computed
 (:func:`emulate.io.records.atomic_write`), the tables to ``<out>/redundancy.md`` and
@@ -65,7 +65,7 @@ class Config:
     cdf_lam: float = 1.0
     lams: tuple = (1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5)
     betas: tuple = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
-    beta_lams: tuple = (1.0, 2.25)
+    beta_lams: tuple = (1.0, 2.5)
     within: float = 40.0
     out: str = "results/redundancy"
 

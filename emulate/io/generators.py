@@ -240,6 +240,9 @@ def redundancy(seed, *, ports, cores, rate_bps, machines: int = 100, lam: float 
         params = ApUp(ap_rate, up_rate, ap_length, up_length)
     except (ValueError, WorkloadError) as e:
         raise GeneratorError(f"--kind redundancy: {e}") from None
+    if not len(arrival):
+        raise GeneratorError(f"--kind redundancy: no job arrives in [0, {horizon:g}) at "
+                             f"lam={lam:g} with seed {seed}; raise lam or horizon")
     specs = machine_specs(seed, machines, params, speed)
     inst = Instance(arrival, work, constant(machines))
     return joint_from_redundancy(inst, Fabric(machines, cores, rate_bps), specs=specs,
