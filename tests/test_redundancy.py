@@ -320,3 +320,16 @@ def test_a_plus_inside_a_redundancy_policy_name_is_not_the_compute_network_separ
     assert split_policy("fair+r+sebf") == ("fair+r", "sebf")
     assert split_policy("srpt+sebf") == ("srpt", "sebf")
     assert split_policy("psrs+lp-coflow") == ("psrs", "lp-coflow")
+
+
+def test_a_workload_whose_machines_stop_for_good_is_a_user_error(tmp_path):
+    (tmp_path / "stop.txt").write_text("0 1\n1 0\n")
+    (tmp_path / "w.json").write_text(json.dumps(
+        {"model": "redundancy", "fabric": {"ports": 1},
+         "machines": [{"id": "m0", "speed": {"trace": "stop.txt"}}],
+         "stages": [{"id": "a.s", "tasks": [{"id": "a", "work": 6.0}]}],
+         "jobs": [{"id": "a", "stages": ["a.s"]}]}))
+    out = subprocess.run([CLI, "run", str(tmp_path / "w.json"), "--policy", "srpt"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "never finish" in out.stderr
+    assert "Traceback" not in out.stderr

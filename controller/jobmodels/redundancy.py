@@ -101,7 +101,11 @@ class RedundancyModel(JobModel):
         except ValueError as e:
             raise JobModelError(str(e)) from None
         self.instance, self.order = redundancy_instance(workload)
-        self.run: Run = simulate(self.instance, policy, record=True)
+        try:
+            self.run: Run = simulate(self.instance, policy, record=True)
+        except ValueError as e:                  # a machine that stops for good
+            raise WorkloadError(f"workload {workload.name!r} under {policy}: {e}",
+                                field="speed") from None
         n = self.arrays.n_tasks
         self.work_of = np.empty(n)
         self.work_of[self.order] = self.instance.work
