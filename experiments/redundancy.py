@@ -13,6 +13,9 @@ as objects; the experiment feeds the simulator directly). Sections:
   Fair+R vs fair sharing): the fraction of jobs finished within 40 time units, the mean
   flowtime, flowtime quantiles, and the CDF plot;
 * ``lambda``: mean flowtime against ``lam`` from 1 to 2.5 for the six policies;
+* ``assign``: which physical machines the copies get, dealt out again in index order at
+  every checkpoint (our default) or kept where a job held them (``sticky``), for the
+  SRPT and fair policies at ``lam`` 1 and 2 (the paper does not say);
 * ``beta``: LAPS+R's mean flowtime (all jobs, and the small half: work below the median)
   against ``beta`` at light (``lam = 1``) and heavy (``lam = 2.5``, the limit) load.
 
@@ -66,11 +69,13 @@ class Config:
     lams: tuple = (1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5)
     betas: tuple = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
     beta_lams: tuple = (1.0, 2.5)
+    assign_lams: tuple = (1.0, 2.0)
     within: float = 40.0
     out: str = "results/redundancy"
 
 
-QUICK = Config(horizon=2000.0, lams=(1.0, 2.0, 2.5), betas=(0.2, 0.5, 1.0))
+QUICK = Config(horizon=2000.0, lams=(1.0, 2.0, 2.5), betas=(0.2, 0.5, 1.0),
+               assign_lams=(1.0,))
 
 
 class Log:
@@ -125,6 +130,17 @@ def beta_section(log, cfg, say):
         say(f"beta lam={lam}")
 
 
+def assign_section(log, cfg, say):
+    for lam in cfg.assign_lams:
+        inst = _instance(cfg, lam)
+        for pol in ("srpt+r", "srpt", "fair+r", "fair-share"):
+            for assign in ("index", "sticky"):
+                r = simulate(inst, pol, assign=assign)
+                log.add(section="assign", lam=lam, policy=pol, assign=assign,
+                        mean=r.mean_flowtime, seconds=r.wall_seconds)
+        say(f"assign lam={lam}")
+
+
 def tables(rows, cfg) -> str:
     out = []
     sel = [r for r in rows if r["section"] == "cdf"]
@@ -155,6 +171,17 @@ def tables(rows, cfg) -> str:
             jobs = next(iter(v.values()))["jobs"]
             out.append(f"| {lam:g} | {jobs} | " + " | ".join(cells) +
                        f" | {ratio('fair+r')} | {ratio('laps+r')} |")
+        out.append("")
+    sel = [r for r in rows if r["section"] == "assign"]
+    if sel:
+        out += ["### assign: machines dealt in index order or kept (sticky)\n",
+                "| lam | policy | index | sticky |", "|---|---|---|---|"]
+        for lam in sorted({r["lam"] for r in sel}):
+            for pol in dict.fromkeys(r["policy"] for r in sel):
+                v = {r["assign"]: r["mean"] for r in sel if r["lam"] == lam
+                     and r["policy"] == pol}
+                out.append(f"| {lam:g} | {pol} | {v.get('index', 0):.2f} | "
+                           f"{v.get('sticky', 0):.2f} |")
         out.append("")
     sel = [r for r in rows if r["section"] == "beta"]
     if sel:
@@ -197,7 +224,8 @@ def plot(rows, curves, cfg, path) -> None:
     _save(fig, path)
 
 
-SECTIONS = {"cdf": cdf_section, "lambda": lambda_section, "beta": beta_section}
+SECTIONS = {"cdf": cdf_section, "lambda": lambda_section, "assign": assign_section,
+            "beta": beta_section}
 
 
 def main(argv=None):

@@ -147,10 +147,10 @@ def instances(draw):
     return Instance(np.array(arrivals), np.array(works), from_points(pts))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(instances(), st.sampled_from(ALL))
-def test_every_run_passes_the_independent_verifier(instance, policy):
-    r = simulate(instance, policy, record=True)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances(), st.sampled_from(ALL), st.sampled_from(["index", "sticky"]))
+def test_every_run_passes_the_independent_verifier(instance, policy, assign):
+    r = simulate(instance, policy, record=True, assign=assign)
     done = verify(*run_records(r), instance.speed.n)
     assert len(done) == instance.n_jobs
     assert np.all(r.completion >= instance.arrival)
@@ -333,3 +333,17 @@ def test_a_workload_whose_machines_stop_for_good_is_a_user_error(tmp_path):
                          capture_output=True, text=True)
     assert out.returncode == 2 and "never finish" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_sticky_assignment_keeps_a_job_on_its_machine():
+    # when the shorter job 1 arrives at 1, index order deals it machine 0 (rate 0.5) and
+    # moves job 0 to machine 1 (rate 1); sticky keeps job 0 on machine 0
+    sp = from_points([([0], [0.5]), ([0], [1.0])])
+    i = inst([0, 1], [10, 1], sp)
+    ri = simulate(i, "srpt", record=True)
+    rs = simulate(i, "srpt", record=True, assign="sticky")
+    assert ri.copies["job"].tolist() == rs.copies["job"].tolist() == [0, 1, 0, 0]
+    assert ri.copies["machine"].tolist() == [0, 0, 1, 0]
+    assert rs.copies["machine"].tolist() == [0, 1, 0, 0]
+    assert ri.completion.tolist() == pytest.approx([18.0, 3.0])
+    assert rs.completion.tolist() == pytest.approx([20.0, 2.0])

@@ -32,6 +32,14 @@ the paper's assumption), so any fixed rule is one of the paper's.
 ``laps``
     The ``k`` newest run: ``k <= N`` one machine each; ``k > N`` ``fair-share`` on them.
 
+Which physical machine a copy gets is a second choice the paper leaves open. By default
+(``assign="index"``) the policy's machine ``i`` is machine ``i``: at every checkpoint the
+copies are dealt out again in index order, so a job may move (free: the state is cloned
+anyway). With ``assign="sticky"`` (:func:`keep_machines`) the same copies are placed so
+that a job keeps the machines it held where it can: each of the policy's machines (in
+order) goes to a free machine its first job held in the last interval, else to the first
+free machine.
+
 :func:`allocate` is the one implementation (a numba function, called by the event
 simulator's kernel and, from Python, by the tests).
 
@@ -46,7 +54,8 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["POLICIES", "SRPT_ORDER", "DEFAULT_BETA", "policy_code", "allocate", "parse"]
+__all__ = ["POLICIES", "SRPT_ORDER", "DEFAULT_BETA", "policy_code", "allocate", "parse",
+           "keep_machines"]
 
 #: name -> (code used by the kernels, summary)
 POLICIES = {
@@ -177,3 +186,51 @@ def copies(policy: str, order, N: int, beta: float | None = None) -> list[tuple]
     nc = allocate(policy_code(name), order, len(order), N, b if beta is None else beta,
                   cj, cm, cs)
     return [(int(cj[c]), int(cm[c]), float(cs[c])) for c in range(nc)]
+
+
+@numba.njit(cache=True)
+def keep_machines(nc, cj, cm, N, owner, head, link, phys):
+    """Re-place the copies ``cj, cm`` (``cm`` in the policy's machine order) on physical
+    machines so that a job keeps the machines it held (``owner[m]``: the first job that
+    held machine ``m`` in the last interval, -1 none); rewrites ``cm`` and ``owner``.
+    ``head`` (per job, -1), ``link`` and ``phys`` (per machine) are scratch arrays."""
+    for m in range(N):                          # each job's machines, as linked lists
+        link[m] = -1
+        phys[m] = -1
+        j = owner[m]
+        if j >= 0:
+            link[m] = head[j]
+            head[j] = m
+    taken = np.zeros(N, np.bool_)
+    first = np.full(N, -1, np.int64)            # the first job of each policy machine
+    for c in range(nc):
+        if first[cm[c]] < 0:
+            first[cm[c]] = cj[c]
+    for s in range(N):                          # keep what can be kept
+        j = first[s]
+        if j < 0:
+            continue
+        m = head[j]
+        while m >= 0 and taken[m]:
+            m = link[m]
+        if m >= 0:
+            phys[s] = m
+            taken[m] = True
+            head[j] = link[m]
+    nxt = 0
+    for s in range(N):                          # the rest in index order
+        if first[s] >= 0 and phys[s] < 0:
+            while taken[nxt]:
+                nxt += 1
+            phys[s] = nxt
+            taken[nxt] = True
+    for m in range(N):
+        j = owner[m]
+        if j >= 0:
+            head[j] = -1
+        owner[m] = -1
+    for c in range(nc):
+        cm[c] = phys[cm[c]]
+        if owner[cm[c]] < 0:
+            owner[cm[c]] = cj[c]
+    return nc

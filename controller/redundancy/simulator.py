@@ -40,7 +40,8 @@ from typing import Callable
 import numba
 import numpy as np
 
-from controller.redundancy.policies import SRPT_ORDER, allocate, parse, policy_code
+from controller.redundancy.policies import (SRPT_ORDER, allocate, keep_machines, parse,
+                                            policy_code)
 from controller.redundancy.speed import Speed
 
 __all__ = ["Instance", "Run", "simulate"]
@@ -165,9 +166,12 @@ class Run:
 
 
 def simulate(instance: Instance, policy: str, *, beta: float | None = None,
-             record: bool = False) -> Run:
+             record: bool = False, assign: str = "index") -> Run:
     """Run ``instance`` under ``policy`` (``srpt+r``, ``srpt``, ``fair+r``,
     ``fair-share``, ``laps+r``, ``laps``; ``laps+r:0.3`` or ``beta=`` sets beta).
+    ``assign``: ``"index"`` (the policy's machine ``i`` is machine ``i``) or
+    ``"sticky"`` (a job keeps the machines it held where it can;
+    :mod:`controller.redundancy.policies`).
 
     Raises
     ------
@@ -176,6 +180,8 @@ def simulate(instance: Instance, policy: str, *, beta: float | None = None,
         stops for good).
     """
     name, b = parse(policy)
+    if assign not in ("index", "sticky"):
+        raise ValueError(f"assign must be 'index' or 'sticky', got {assign!r}")
     if beta is not None:
         name, b = parse(f"{name}:{beta}") if name.startswith("laps") else parse(name)
     wall = _time.perf_counter()
@@ -189,7 +195,7 @@ def simulate(instance: Instance, policy: str, *, beta: float | None = None,
     while True:
         sp = inst.speed_until(until)
         res = _run(inst.arrival, inst.work, policy_code(name), sp.n, b, sp.ptr, sp.time,
-                   sp.rate, sp.cum, record)
+                   sp.rate, sp.cum, record, assign == "sticky")
         comp, checkpoints, status = res[0], res[1], res[2]
         if status != 0:
             raise ValueError("a job can never finish: every machine it may use has rate 0 "
@@ -248,8 +254,12 @@ def _grow_i(a, cap):
 
 
 @numba.njit(cache=True)
-def _run(arrival, work, code, N, beta, ptr, time, rate, cum, record):
+def _run(arrival, work, code, N, beta, ptr, time, rate, cum, record, sticky):
     J = arrival.shape[0]
+    owner = np.full(N, -1, np.int64)
+    head = np.full(J, -1, np.int64)
+    link = np.empty(N, np.int64)
+    phys = np.empty(N, np.int64)
     comp = np.full(J, np.nan)
     rem = work.copy()
     act = np.empty(J, np.int64)
@@ -298,6 +308,8 @@ def _run(arrival, work, code, N, beta, ptr, time, rate, cum, record):
             n += 1
         checkpoints += 1
         nc = allocate(code, act, n, N, beta, cj, cm, cs)
+        if sticky:
+            keep_machines(nc, cj, cm, N, owner, head, link, phys)
         for m in range(N):
             s0[m] = _at(ptr, time, rate, cum, p, m, t)
         tnext = arrival[nxt] if nxt < J else np.inf
