@@ -55,7 +55,7 @@ import numba
 import numpy as np
 
 __all__ = ["POLICIES", "SRPT_ORDER", "DEFAULT_BETA", "policy_code", "allocate", "parse",
-           "keep_machines"]
+           "keep_machines", "copies"]
 
 #: name -> (code used by the kernels, summary)
 POLICIES = {
