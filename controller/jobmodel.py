@@ -75,14 +75,18 @@ if TYPE_CHECKING:
     from controller.jobs import JointWorkload
 
 __all__ = ["Piece", "JobModel", "JobModelError", "register", "job_models", "get_job_model",
-           "DEFAULT_MODEL", "MODEL_FIELDS"]
+           "DEFAULT_MODEL", "MODEL_FIELDS", "MACHINE_FIELDS"]
 
 #: the model of a joint workload that names none
 DEFAULT_MODEL = "packing"
 
 #: task fields only one model reads: field -> (that model, what the field is)
 MODEL_FIELDS = {"moldable": ("moldable", "is moldable"),
-                "delay": ("msjo", "has a shuffle delay")}
+                "delay": ("msjo", "has a shuffle delay"),
+                "work": ("redundancy", "carries redundancy work")}
+
+#: machine fields only one model reads: field -> (that model, what the field is)
+MACHINE_FIELDS = {"speed": ("redundancy", "has a speed process")}
 
 
 class JobModelError(ValueError):
@@ -164,8 +168,16 @@ class JobModel(ABC):
         """Raise :class:`~controller.model.WorkloadError` (naming the task and the field)
         where ``workload``, which names this model, is not one it runs. Default: no task
         carries a field only another model reads (:data:`MODEL_FIELDS`: a ``moldable``
-        table, a shuffle ``delay``); a model that overrides this calls it first."""
+        table, a shuffle ``delay``, redundancy ``work``), no machine either
+        (:data:`MACHINE_FIELDS`: a ``speed``); a model that overrides this calls it first."""
         from controller.model import WorkloadError
+        for m in workload.machines:
+            for fld, (owner, what) in MACHINE_FIELDS.items():
+                if owner != cls.name and getattr(m, fld) is not None:
+                    raise WorkloadError(
+                        f"machine {m.id!r} {what} but the workload's model is "
+                        f"{workload.model!r} (a machine {fld!r} belongs in a workload with "
+                        f"\"model\": \"{owner}\")", field=fld)
         for s in workload.stages:
             for t in s.tasks:
                 for fld, (owner, what) in MODEL_FIELDS.items():
@@ -222,6 +234,17 @@ class JobModel(ABC):
     def fixed_machine(self, task: int) -> int:
         """The machine the policy always runs ``task`` on, -1 if it chooses per plan."""
         return -1
+
+    # ------------------------------------------------------------------ records
+    def records(self) -> dict:
+        """Keys the model adds to a run's JSON record (default none; the redundancy
+        model: its jobs' work and flowtimes). Read after the run."""
+        return {}
+
+    def segment_records(self) -> list[dict] | None:
+        """The model's own segment lines, replacing the generic task lines ``{"task",
+        "machine", "start", "end"}`` of ``--segments`` (default None: the generic ones)."""
+        return None
 
     def earliest_start(self, task: int, task_end: np.ndarray) -> float:
         """When a piece of ``task`` may start given the reported completions ``task_end``

@@ -6,7 +6,10 @@ A joint workload (machines, stages, jobs and coflows: ``controller.jobs``) runs 
 :mod:`controller.compute`) decides where and when tasks run, the network policy (registry
 :mod:`controller.policies`) schedules the flows. Each half is a registered name or a
 plug-in ``package.module:Class``; a plug-in path contains no ``+``, so the spec splits at
-its first ``+`` (``psrs+mymod:MyPolicy``, ``mymod:MyCompute+sebf``).
+its first ``+`` (``psrs+mymod:MyPolicy``, ``mymod:MyCompute+sebf``), except where a
+compute policy's own name has one (the redundancy model's ``srpt+r``, ``laps+r:0.3``):
+a spec that is a compute policy as a whole is one, and ``srpt+r+sebf`` splits after the
+longest compute name.
 
 The compute half is a policy of some job model (:mod:`controller.jobmodel`: the packing
 model's :mod:`controller.compute` policies, the moldable model's ``demt``, ``gang``, ...;
@@ -33,6 +36,8 @@ PolicySpec(compute='synchpack-3', network='lp-coflow')
 PolicySpec(compute='fifo', network='sebf')
 >>> split_policy("synchpack-3")
 PolicySpec(compute='synchpack-3', network=None)
+>>> split_policy("srpt+r")
+PolicySpec(compute='srpt+r', network=None)
 """
 from __future__ import annotations
 
@@ -76,7 +81,16 @@ def _is_compute(name: str) -> bool:
     """Whether some job model runs ``name`` (a built-in name, or a plug-in a model takes:
     :meth:`JobModel.runs <controller.jobmodel.JobModel.runs>`)."""
     from controller.jobmodel import job_models
-    return any(cls.runs(name) for cls in job_models().values())
+    return _builtin(name) or any(cls.runs(name) for cls in job_models().values())
+
+
+def _builtin(name: str) -> bool:
+    """Whether ``name`` is a compute policy of a built-in kind, without loading plug-ins:
+    a packing policy, or a name another job model runs (``srpt+r``, ``laps+r:0.3``: a
+    name with a ``+`` or a colon that is not a plug-in path)."""
+    from controller.jobmodel import DEFAULT_MODEL, job_models
+    return name in compute_policies() or any(
+        cls.runs(name) for model, cls in job_models().items() if model != DEFAULT_MODEL)
 
 
 def split_policy(spec: str) -> PolicySpec:
@@ -92,6 +106,11 @@ def split_policy(spec: str) -> PolicySpec:
         Unknown compute policy; an empty half; a plain name that is neither a network nor
         a compute policy; a ``module:Class`` that cannot be loaded.
     """
+    if "+" in spec and _builtin(spec):
+        return PolicySpec(spec, None)       # a compute name with a "+" (srpt+r, laps+r:0.3)
+    for k in [i for i, ch in enumerate(spec) if ch == "+"][1:][::-1]:
+        if spec[k + 1:] and _builtin(spec[:k]):
+            return PolicySpec(spec[:k], spec[k + 1:])   # srpt+r+sebf: longest compute name
     compute, plus, network = spec.partition("+")
     if not plus:
         if ":" in spec:

@@ -88,10 +88,17 @@ def _check_id(value, what: str):
 
 @dataclass(frozen=True)
 class Machine:
-    """A machine with a ``capacity`` per resource (the first one is packed)."""
+    """A machine with a ``capacity`` per resource (the first one is packed).
+
+    ``speed`` (optional) is the machine's speed process under the ``redundancy`` job model
+    (:mod:`controller.redundancy.speed`: ``{"model": "ap-up", ..., "seed": s}``,
+    ``{"trace": FILE}`` or ``{"rate": r}``; checked by the reader); None runs at rate 1.
+    Other models allow none.
+    """
 
     id: str
     capacity: tuple[float, ...] = (1.0,)
+    speed: Mapping | None = field(default=None, compare=False)
 
     def __post_init__(self):
         _check_id(self.id, "machine")
@@ -111,6 +118,10 @@ class Task:
     ``delay`` (seconds, >= 0, default 0) is a map task's shuffle delay: no task of a
     successor stage starts before ``delay`` after this task ends (the ``msjo`` job model,
     :mod:`controller.jobmodels.msjo`; other models allow no delay).
+
+    ``work`` (optional, > 0) is a redundancy job's work: the task may run on any machine,
+    at that machine's speed, as one or more copies (the ``redundancy`` job model,
+    :mod:`controller.jobmodels.redundancy`; other models allow none).
     """
 
     id: str
@@ -119,6 +130,7 @@ class Task:
     release: float = 0.0
     moldable: Mapping[int, float] | None = None
     delay: float = 0.0
+    work: float | None = None
 
     def __post_init__(self):
         _check_id(self.id, "task")
@@ -143,6 +155,12 @@ class Task:
         object.__setattr__(self, "placement", MappingProxyType(pl))
         _check_number(self.release, where, "release", minimum=0.0, maximum=MAX_SECONDS)
         _check_number(self.delay, where, "delay", minimum=0.0, maximum=MAX_SECONDS)
+        if self.work is not None:
+            _check_number(self.work, where, "work", minimum=0.0, maximum=MAX_SECONDS)
+            if not self.work > 0:
+                raise WorkloadError(f"{where}: work must be > 0, got {self.work!r}",
+                                    field="work")
+            object.__setattr__(self, "work", float(self.work))
         if self.moldable is not None:
             from controller.jobmodels.moldable import moldable_table
             object.__setattr__(self, "moldable",

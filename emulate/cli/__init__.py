@@ -244,6 +244,9 @@ def _report_joint(w, result, policy_spec, engine, opts, as_json, segments_path, 
                f"makespan {doc['makespan']:.6g} s")
     click.echo(f"  total weighted job completion {doc['total_weighted_job_completion']:.6g}"
                + (f", {lp.upper()} lower bound {bound:.6g}" if bound is not None else ""))
+    if "mean_flowtime" in doc:        # the redundancy model's objective
+        click.echo(f"  mean flowtime {doc['mean_flowtime']:.6g}, total flowtime "
+                   f"{doc['total_flowtime']:.6g} ({doc['checkpoints']} checkpoints)")
     if engine != "sim":
         sim = get_engine("sim").run(w, policy_spec, replace(opts, segments=False,
                                                             progress=False))
@@ -479,7 +482,9 @@ def generate(kind, seed, ports, cores, rate, coflows, mean_size, chi, jobs, load
 
     Kinds: coflows (independent coflows, releases, DAG), jobs (multi-stage coflow jobs),
     mapreduce (joint: map -> shuffle -> reduce), google (joint, compute only),
-    moldable (joint, moldable jobs: --policy demt)."""
+    moldable (joint, moldable jobs: --policy demt), msjo (joint, MapReduce server jobs:
+    --policy mars), redundancy (joint, jobs with work on machines of varying speed:
+    --policy srpt+r)."""
     from emulate.io.generators import generate as make, params_of
     kind = kind or ("jobs" if jobs else "coflows")
     if list_params:

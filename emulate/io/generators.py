@@ -27,6 +27,11 @@ Built-in kinds:
   (:func:`controller.msjo.generators.synthetic`), run with an MSJO policy alone
   (``--policy mars``).
 
+* ``redundancy`` -- joint workloads of the ``redundancy`` job model: Poisson arrivals
+  with Pareto work on machines whose speed alternates between available and unavailable
+  periods (:func:`controller.redundancy.generators.poisson_pareto`), run with a
+  redundancy policy alone (``--policy srpt+r``).
+
 A new job model adds its kind here: one decorated function.
 
 Every parameter is checked before anything is generated: the fabric against its limits
@@ -242,3 +247,40 @@ def msjo(seed, *, ports, cores, rate_bps, scenario: str = "uniform", n_jobs: int
                         delay_factor=delay_factor, seed=seed)
     return joint_from_msjo(cluster, Fabric(ports, cores, rate_bps),
                            name=f"msjo-{scenario}-s{seed}-p{ports}-j{n_jobs}")
+
+
+@kind("redundancy")
+def redundancy(seed, *, ports, cores, rate_bps, machines: int = 100, lam: float = 1.0,
+               horizon: float = 200.0, shape: float = 2.0, scale: float = 20.0,
+               speed: str = "ap-up", ap_rate: tuple = (0.5, 1.5), up_rate: tuple = (0.0, 0.2),
+               ap_length: tuple = (0.5, 100.0), up_length: tuple = (0.5, 20.0)):
+    """Joint workloads of the redundancy model (``"model": "redundancy"``): ``machines``
+    machines (the fabric's ports; ``--ports`` is not used), jobs arriving as a Poisson
+    process of rate ``lam`` over ``[0, horizon)`` with Pareto work (``shape``, ``scale``:
+    mean 40 by default), each machine's speed ``ap-up`` (AP/UP alternation with the given
+    rate ranges and Gamma (shape, scale) lengths, normalised to mean rate 1; machine
+    ``m``'s seed ``seed * 1000 + m``) or ``constant`` (rate 1). The paper's setting is
+    ``lam`` 1 to 2.5 and ``horizon`` 100000 (250,000 jobs: run that with
+    ``benchmarks/redundancy.py`` or ``experiments/redundancy.py``, not as a file)."""
+    from controller.jobmodels.redundancy import joint_from_redundancy
+    from controller.model import WorkloadError
+    from controller.redundancy.generators import machine_specs, poisson_pareto
+    from controller.redundancy.simulator import Instance
+    from controller.redundancy.speed import ApUp, constant
+    from topologies.fabric import Fabric
+    if machines < 1:
+        raise GeneratorError(f"--param machines={machines}: need at least one machine")
+    if speed not in ("ap-up", "constant"):
+        raise GeneratorError(f"--param speed={speed}: known speed models: ap-up, constant")
+    try:
+        arrival, work = poisson_pareto(seed, lam, horizon, shape, scale)
+        params = ApUp(ap_rate, up_rate, ap_length, up_length)
+    except (ValueError, WorkloadError) as e:
+        raise GeneratorError(f"--kind redundancy: {e}") from None
+    if not len(arrival):
+        raise GeneratorError(f"--kind redundancy: no job arrives in [0, {horizon:g}) at "
+                             f"lam={lam:g} with seed {seed}; raise lam or horizon")
+    specs = machine_specs(seed, machines, params, speed)
+    inst = Instance(arrival, work, constant(machines))
+    return joint_from_redundancy(inst, Fabric(machines, cores, rate_bps), specs=specs,
+                                 name=f"redundancy-s{seed}-n{machines}-l{lam:g}-h{horizon:g}")

@@ -350,7 +350,8 @@ def joint_from_dict(doc, *, source: str = "<workload>", text: str | None = None,
                                     source=source, line=line, field="id")
             cap = _number_or_list(m.get("capacity", 1.0), f"machine {mid!r}", "capacity",
                                   source, line)
-            machines.append(Machine(mid, cap))
+            speed = _speed(m["speed"], mid, source, line) if "speed" in m else None
+            machines.append(Machine(mid, cap, speed))
         # jobs first: a job's coflows default to its weight
         raw_jobs = top_list("jobs")
         job_weight = {}
@@ -377,9 +378,11 @@ def joint_from_dict(doc, *, source: str = "<workload>", text: str | None = None,
                 tline = line_of_id(t.get("id")) or line
                 tid = _require(t, "id", str, f"{where} tasks[{k}]", source, tline)
                 tw = f"task {tid!r}"
-                table, view = None, (None, None)
+                table, view, work = None, (None, None), None
                 if "moldable" in t:
                     table, view = _moldable(t, tid, machines, source, tline)
+                if "work" in t:
+                    work, view = _work(t, tid, machines, source, tline)
                 size = _number_or_list(_require(t, "size", None, tw, source, tline, view[0]),
                                        tw, "size", source, tline)
                 pl = _require(t, "placement", dict, tw, source, tline, view[1])
@@ -390,7 +393,8 @@ def joint_from_dict(doc, *, source: str = "<workload>", text: str | None = None,
                                             line=tline, field="placement")
                 tasks.append(Task(tid, size, pl, _require(t, "release", num, tw, source,
                                                            tline, 0.0), table,
-                                  delay=_require(t, "delay", num, tw, source, tline, 0.0)))
+                                  delay=_require(t, "delay", num, tw, source, tline, 0.0),
+                                  work=work))
                 if "output_bytes" in t:
                     outputs[tid] = _require(t, "output_bytes", num, tw, source, tline)
             stages.append(Stage(sid, tuple(tasks)))
@@ -477,6 +481,29 @@ def _moldable(t, tid, machines, source, line) -> tuple:
     return table, packing_view(table, machines)
 
 
+def _speed(spec, mid, source, line) -> dict:
+    """A machine's ``speed`` entry, checked (:func:`controller.redundancy.speed.check_spec`;
+    a trace file is relative to the workload file)."""
+    import os
+
+    from controller.redundancy.speed import check_spec
+    base = os.path.dirname(os.path.abspath(source)) if os.path.exists(source) else None
+    try:
+        return check_spec(spec, mid, base)
+    except WorkloadError as e:
+        raise e.located(source, line) from None
+
+
+def _work(t, tid, machines, source, line) -> tuple:
+    """A redundancy task's ``work`` (> 0) and the (size, placement) it has where the task
+    gives none: a whole machine, every machine at ``work`` seconds at rate 1."""
+    w = _require(t, "work", (int, float), f"task {tid!r}", source, line)
+    if isinstance(w, bool) or not (math.isfinite(w) and w > 0):
+        raise WorkloadError(f"task {tid!r}: work must be a number > 0, got {w!r}",
+                            source=source, line=line, field="work")
+    return float(w), (1.0, {m.id: float(w) for m in machines})
+
+
 def joint_to_dict(w) -> dict:
     """The JSON document of a joint workload (inverse of :func:`joint_from_dict`)."""
     fab = {"ports": w.fabric.ports, "cores": w.fabric.cores, "rate_bps": w.fabric.rate_bps}
@@ -490,6 +517,8 @@ def joint_to_dict(w) -> dict:
         if t.moldable is not None:     # size and placement follow from the table
             d = {"id": t.id, "moldable": {str(q): p for q, p in t.moldable.items()},
                  "release": t.release}
+        elif t.work is not None:       # likewise from the work
+            d = {"id": t.id, "work": t.work, "release": t.release}
         else:
             d = {"id": t.id, "size": vec(t.size), "placement": dict(t.placement),
                  "release": t.release}
@@ -509,7 +538,9 @@ def joint_to_dict(w) -> dict:
 
     doc = {
         "name": w.name, "fabric": fab,
-        "machines": [{"id": m.id, "capacity": vec(m.capacity)} for m in w.machines],
+        "machines": [{"id": m.id, "capacity": vec(m.capacity),
+                      **({"speed": dict(m.speed)} if m.speed is not None else {})}
+                     for m in w.machines],
         "stages": [{"id": s.id, "tasks": [task(t) for t in s.tasks]} for s in w.stages],
         "coflows": [coflow(c) for c in w.coflows],
         "precedence": [list(a) for a in w.precedence],

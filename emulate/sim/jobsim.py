@@ -263,7 +263,12 @@ class JointResult:
     stage_ready, stage_start, stage_completion : float arrays, per ``workload.stages``
     job_release, job_completion : float arrays, per ``workload.jobs``
     wall_seconds : float
-    extra : dict (replans, placement probes, network restarts, policy calls)
+    extra : dict (replans, placement probes, network restarts, policy calls, and what the
+        job model adds: :meth:`JobModel.records <controller.jobmodel.JobModel.records>`)
+    task_segments : list of dict or None
+        The job model's own segment lines (:meth:`JobModel.segment_records
+        <controller.jobmodel.JobModel.segment_records>`), written instead of the generic
+        task lines; None: the generic ones.
     """
 
     workload: JointWorkload
@@ -279,6 +284,7 @@ class JointResult:
     job_completion: np.ndarray
     wall_seconds: float = 0.0
     extra: dict = field(default_factory=dict)
+    task_segments: list | None = None
 
     @property
     def job_weight(self) -> np.ndarray:
@@ -375,8 +381,9 @@ class JointResult:
                      "core": int(h), "start": float(t0), "end": float(t1),
                      "rate_bps": float(r)}
                     for f, h, t0, t1, r in zip(s.flow, s.core, s.start, s.end, s.rate_bps)]
-        out += self.compute.segments_as_dicts()
-        out.sort(key=lambda d: (d["start"], "task" in d))
+        out += self.compute.segments_as_dicts() if self.task_segments is None else \
+            self.task_segments
+        out.sort(key=lambda d: (d["start"], "coflow" not in d))
         return out
 
     def write_segments(self, path: str) -> int:
@@ -466,10 +473,14 @@ class JointSimulator:
         extra = {"replans": drv.model.replans, "placement_probes": drv.probes,
                  "network_restarts": net.rebuilds, "network_policy_calls": net.policy_calls,
                  "joint_events": self.events}
-        return joint_result(self.jw, self.policy, sched, drv.stage_completion,
-                            (net.f_cof, net.f_src, net.f_dst, net.f_bytes), net.f_done,
-                            net.release, net.completion, segs, engine="sim", wall=wall,
-                            events=net.events, extra=extra)
+        extra.update(drv.model.records())
+        res = joint_result(self.jw, self.policy, sched, drv.stage_completion,
+                           (net.f_cof, net.f_src, net.f_dst, net.f_bytes), net.f_done,
+                           net.release, net.completion, segs, engine="sim", wall=wall,
+                           events=net.events, extra=extra)
+        if self.record:
+            res.task_segments = drv.model.segment_records()
+        return res
 
 
 def joint_result(jw: JointWorkload, policy: str, sched: ComputeSchedule,

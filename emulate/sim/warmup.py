@@ -11,7 +11,8 @@ at 16 s of "wall time": compilation, not simulation.
 kernel, with the argument types real runs use: every network policy on a small 2-core
 workload with releases and a DAG and on a 1-core one (the priority matching, the capped
 backfill, fair sharing by pairs, the rescan with byte limits, the LP policies' list
-scheduling), and a small joint workload under every compute policy. It prints what it
+scheduling), a small joint workload under every compute policy, and the redundancy model's
+checkpoint simulator. It prints what it
 compiled and the time it took (about 70 s on a 2-core VM from a fresh clone); a second
 run only loads the cache (about 3 s).
 """
@@ -43,6 +44,15 @@ def warm_up(stream=sys.stderr) -> float:
         t = time.perf_counter()
         sim.run(joint, f"{name}+sebf", RunOptions(segments=True))
         _report(f"{name}+sebf", time.perf_counter() - t, stream)
+    import numpy as np
+
+    from controller.redundancy import Instance, simulate
+    from controller.redundancy.speed import constant, time_to_deliver
+    t = time.perf_counter()        # the redundancy model's checkpoint kernel
+    sp = constant(2)
+    simulate(Instance(np.zeros(3), np.ones(3), sp), "srpt+r", record=True)
+    time_to_deliver(sp.ptr, sp.time, sp.rate, sp.cum, 0, 0.0, 1.0)
+    _report("redundancy", time.perf_counter() - t, stream)
     return time.perf_counter() - t0
 
 

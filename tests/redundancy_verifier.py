@@ -1,0 +1,121 @@
+"""An independent check of a redundancy run's records (what ``coflowemu run --json
+--segments`` writes under ``"model": "redundancy"``), from the records alone.
+
+* every copy segment lies within its job's arrival and completion (nobody is served
+  before its arrival, nor after it departed);
+* at most ``N`` machines, and on every machine the shares of the copies running at any
+  time sum to at most 1;
+* checkpoints only at events: a copy segment starts and ends only at an event (an
+  arrival or a departure, read off the job records) or at a change point of its
+  machine's speed;
+* each job's work is completed at the machines' actual rates: each segment's work is
+  re-integrated from the reported speed segments (share x integral of the rate), the
+  job's gain between two consecutive events is its best copy's, and the gains add up to
+  its work.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+
+class RecordError(AssertionError):
+    """The records break a rule of the model."""
+
+
+def _rate_integral(points, a, b):
+    """``integral_a^b rate`` from a machine's speed segments ``[(start, end, rate)]``."""
+    total = 0.0
+    for s, e, r in points:
+        lo, hi = max(s, a), min(e, b)
+        if hi > lo:
+            total += r * (hi - lo)
+    return total
+
+
+def verify(jobs: list[dict], segments: list[dict], machines: int, *,
+           tol: float = 1e-7) -> dict:
+    """Raise :class:`RecordError` where the records break a rule (module docstring);
+    return per job its re-integrated work.
+
+    ``jobs``: ``{"id", "arrival", "work", "completion"}``; ``segments``: the copy lines
+    ``{"job", "copy", "machine", "start", "end", "share", "work"}`` and the speed lines
+    ``{"machine", "start", "end", "rate"}``."""
+    copies = [s for s in segments if "job" in s]
+    speed = defaultdict(list)
+    for s in segments:
+        if "rate" in s:
+            speed[s["machine"]].append((s["start"], s["end"], s["rate"]))
+    if len(speed) > machines:
+        raise RecordError(f"{len(speed)} machines in the speed records, only {machines}")
+    by_id = {j["id"]: j for j in jobs}
+    horizon = max([j["completion"] for j in jobs], default=0.0)
+    scale = max(1.0, horizon)
+    events = np.unique([j["arrival"] for j in jobs] + [j["completion"] for j in jobs])
+    change = {m: {s for s, _, _ in pts} | {e for _, e, _ in pts} for m, pts in speed.items()}
+
+    def at_event(x, m):
+        k = np.searchsorted(events, x)
+        near = any(abs(events[i] - x) <= tol * scale for i in (k - 1, k)
+                   if 0 <= i < len(events))
+        return near or any(abs(c - x) <= tol * scale for c in change.get(m, ()))
+
+    per_machine = defaultdict(list)
+    gains = defaultdict(lambda: defaultdict(float))      # (job, interval) -> copy -> work
+    for s in copies:
+        j = by_id.get(s["job"])
+        if j is None:
+            raise RecordError(f"segment of unknown job {s['job']!r}")
+        if s["machine"] not in speed:
+            raise RecordError(f"segment on machine {s['machine']!r} with no speed records")
+        if s["start"] < j["arrival"] - tol * scale:
+            raise RecordError(f"job {s['job']!r} served at {s['start']} before its arrival "
+                              f"{j['arrival']}")
+        if s["end"] > j["completion"] + tol * scale or s["end"] < s["start"]:
+            raise RecordError(f"job {s['job']!r} segment [{s['start']}, {s['end']}] after "
+                              f"its completion {j['completion']} or reversed")
+        if not 0 < s["share"] <= 1 + tol:
+            raise RecordError(f"share {s['share']} of job {s['job']!r} out of (0, 1]")
+        for x in (s["start"], s["end"]):
+            if not at_event(x, s["machine"]):
+                raise RecordError(f"job {s['job']!r} copy {s['copy']} changes at {x}: neither "
+                                  f"an arrival, a departure nor a speed change of "
+                                  f"{s['machine']!r} (checkpoints only at events)")
+        w = s["share"] * _rate_integral(speed[s["machine"]], s["start"], s["end"])
+        if abs(w - s["work"]) > tol * max(1.0, w):
+            raise RecordError(f"job {s['job']!r} segment reports work {s['work']}, the speed "
+                              f"records give {w}")
+        per_machine[s["machine"]].append((s["start"], s["end"], s["share"]))
+        k = int(np.searchsorted(events, s["start"] + tol * scale, side="right")) - 1
+        gains[(s["job"], k)][s["copy"]] += w
+    for m, iv in per_machine.items():
+        cuts = sorted({x for a, b, _ in iv for x in (a, b)})
+        for a, b in zip(cuts, cuts[1:]):
+            mid = (a + b) / 2
+            load = sum(sh for s, e, sh in iv if s <= mid < e)
+            if load > 1 + 1e-9:
+                raise RecordError(f"machine {m!r} shares sum to {load} on [{a}, {b}]")
+    done = defaultdict(float)
+    for (jid, _), per_copy in gains.items():
+        done[jid] += max(per_copy.values())
+    for j in jobs:
+        if abs(done[j["id"]] - j["work"]) > 1e-6 * max(1.0, j["work"]):
+            raise RecordError(f"job {j['id']!r} got {done[j['id']]} work at the machines' "
+                              f"rates, its work is {j['work']}")
+    return dict(done)
+
+
+def run_records(run) -> tuple[list[dict], list[dict]]:
+    """The job and segment records of a :class:`controller.redundancy.Run` (recorded), as
+    the CLI writes them (machine ids are indices here)."""
+    inst = run.instance
+    jobs = [{"id": i, "arrival": float(a), "work": float(w), "completion": float(c)}
+            for i, a, w, c in zip(inst.ids, inst.arrival, inst.work, run.completion)]
+    s = run.segments()
+    segs = [{"job": inst.ids[j], "copy": int(c), "machine": int(m), "start": float(a),
+             "end": float(b), "share": float(sh), "work": float(w)}
+            for j, c, m, a, b, sh, w in zip(s["job"], s["copy"], s["machine"], s["start"],
+                                            s["end"], s["share"], s["work"])]
+    until = max([j["completion"] for j in jobs], default=0.0)
+    return jobs, segs + run.speed.segments(until)
