@@ -104,8 +104,8 @@ def open_results(out: str):
         if not glob.glob(pattern):
             if table == "runs":
                 raise StoreError(f"{out}: no runs recorded yet")
-            db.execute(f"create view {table} as select null::varchar as sweep, "
-                       f"null::varchar as run_key where false")
+            cols = ", ".join(f"null::{t} as {c}" for c, t in _EMPTY[table])
+            db.execute(f"create view {table} as select {cols} where false")
             continue
         src = (f"read_parquet({_sql_str(pattern)}, hive_partitioning = true, "
                f"union_by_name = true)")
@@ -115,6 +115,20 @@ def open_results(out: str):
             db.execute(f"create view {table} as select * from {src} "
                        f"where run_key in (select run_key from runs)")
     return db
+
+
+#: the columns of a detail table that has no file yet (an empty view, same schema)
+_EMPTY = {
+    "coflows": [("run_key", "varchar"), ("id", "varchar"), ("release", "double"),
+                ("completion", "double"), ("cct", "double"), ("weight", "double"),
+                ("sweep", "varchar")],
+    "jobs": [("run_key", "varchar"), ("id", "varchar"), ("weight", "double"),
+             ("release", "double"), ("completion", "double"), ("jct", "double"),
+             ("sweep", "varchar")],
+    "tasks": [("run_key", "varchar"), ("id", "varchar"), ("stage", "varchar"),
+              ("job", "varchar"), ("machine", "varchar"), ("start", "double"),
+              ("end", "double"), ("preemptions", "bigint"), ("sweep", "varchar")],
+}
 
 
 def _sql_str(s: str) -> str:
