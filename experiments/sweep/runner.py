@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from experiments.sweep.spec import Spec
-from experiments.sweep.store import recorded, write_outcome
+from experiments.sweep.store import recorded, remove_partial, write_outcome
 
 
 class SweepError(RuntimeError):
@@ -111,6 +111,7 @@ def run_sweep(spec: Spec, out: str, *, scheduler: str | None = None,
                          f"needs root: run the sweep as root (sudo), or drop "
                          f"{emulated[0].engine!r} from the spec's engines")
     os.makedirs(out, exist_ok=True)
+    remove_partial(out, spec.name)
     if not todo:
         report.seconds = time.perf_counter() - t0
         return report

@@ -36,6 +36,8 @@ import os
 import tempfile
 
 TABLES = ("runs", "coflows", "jobs", "tasks")
+#: a file being written (never matched by the ``*.parquet`` the readers look for)
+TMP_PREFIX, TMP_SUFFIX = ".tmp-", ".partial"
 
 
 class StoreError(ValueError):
@@ -67,7 +69,7 @@ def _write_rows(path: str, rows: list[dict]) -> None:
     table = pa.Table.from_pylist(rows)
     d = os.path.dirname(path)
     os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".parquet")
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=TMP_PREFIX, suffix=TMP_SUFFIX)
     os.close(fd)
     try:
         pq.write_table(table, tmp)
@@ -75,6 +77,17 @@ def _write_rows(path: str, rows: list[dict]) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def remove_partial(out: str, sweep: str) -> int:
+    """Remove the temporary files an interrupted writer left for ``sweep``; how many."""
+    n = 0
+    for table in TABLES:
+        for p in glob.glob(os.path.join(_dir(out, table, sweep), f"{TMP_PREFIX}*{TMP_SUFFIX}"),
+                           include_hidden=True):
+            os.unlink(p)
+            n += 1
+    return n
 
 
 def recorded(out: str, sweep: str) -> dict[str, str]:
