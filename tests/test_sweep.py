@@ -350,3 +350,20 @@ def test_imported_json_records_become_the_same_rows(local, tmp_path):
     assert got == pytest.approx(want, rel=1e-9)
     bad = _cli("results", tmp_path / "store", "--import", tmp_path / "w.json")
     assert bad.returncode == 2 and "not a run record" in bad.stderr
+
+
+def test_a_run_whose_worker_dies_is_recorded_and_the_sweep_goes_on(tmp_path):
+    """A user policy that kills its process: Dask gives up on the run (KilledWorker),
+    which is recorded as failed; the other run completes."""
+    (tmp_path / "dies.py").write_text(
+        "import os\nfrom controller.policies import Policy\n\n\n"
+        "class Dies(Policy):\n    name = 'dies'\n\n"
+        "    def plan(self, state):\n        os._exit(3)\n")
+    (tmp_path / "s.toml").write_text(
+        'name = "die"\n[[workloads]]\nkind = "coflows"\nparams = { coflows = 3 }\n'
+        '[[fabrics]]\nports = 4\n[[policies]]\nspecs = ["fifo", "dies:Dies"]\n')
+    out = _cli("sweep", "s.toml", "--out", "o", "--workers", "2", "--json", cwd=tmp_path)
+    doc = json.loads(out.stdout)
+    assert out.returncode == 0 and doc["done"] == 1
+    assert [f["label"].split()[-1] for f in doc["failed"]] == ["dies:Dies"]
+    assert "worker died" in doc["failed"][0]["error"]

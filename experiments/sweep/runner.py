@@ -192,7 +192,7 @@ def _client(scheduler: str | None, workers: int | None):
                           "distributed.logging.distributed": "error"}):
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                host="127.0.0.1", dashboard_address=None,
-                               silence_logs=logging.ERROR,
+                               silence_logs=logging.CRITICAL,
                                resources={"mininet": 1})
         try:
             client = Client(cluster)
