@@ -132,7 +132,8 @@ def outcome_of_record(doc: dict, key: str, *, joint: bool) -> Outcome:
            "mean_ct": float(times.mean()) if len(times) else None,
            "p50_ct": float(q[0]), "p95_ct": float(q[1]), "p99_ct": float(q[2]),
            "makespan": float(doc["makespan"]), "sum_wc": total,
-           "lp_bound": lp, "ratio": ratio, "wall_seconds": float(doc.get("wall_seconds", 0))}
+           "lp_bound": lp, "ratio": ratio,
+           "ratio_abs": total / lp if lp else None, "wall_seconds": float(doc.get("wall_seconds", 0))}
     return Outcome(row, coflows, jobs, tasks)
 
 
