@@ -367,3 +367,20 @@ def test_a_run_whose_worker_dies_is_recorded_and_the_sweep_goes_on(tmp_path):
     assert out.returncode == 0 and doc["done"] == 1
     assert [f["label"].split()[-1] for f in doc["failed"]] == ["dies:Dies"]
     assert "worker died" in doc["failed"][0]["error"]
+
+
+def test_the_shipped_specs_read_and_mapreduce_defaults_are_its_spec():
+    """Every spec in experiments/specs/ expands; experiments.mapreduce's defaults are
+    experiments/specs/mapreduce.toml run for run (same keys: a store is shared)."""
+    from experiments.mapreduce import Config, spec_of
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "experiments", "specs")
+    specs = {f: read_spec(os.path.join(root, f)) for f in os.listdir(root)
+             if f.endswith(".toml")}
+    assert {"coflow.toml", "mapreduce.toml", "mapreduce-emulation.toml"} <= set(specs)
+    assert all(s.runs(version="v") for s in specs.values())
+    shipped = [r.key for r in specs["mapreduce.toml"].runs(version="v")]
+    assert sorted(r.key for r in spec_of(Config()).runs(version="v")) == sorted(shipped)
+    emu = [r.key for r in specs["mapreduce-emulation.toml"].runs(version="v")]
+    assert sorted(r.key for r in spec_of(Config(engine="mininet", seeds=(0,))).runs(
+        version="v")) == sorted(emu)

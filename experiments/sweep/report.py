@@ -74,6 +74,11 @@ def summary(db) -> list[dict]:
     runs = runs.assign(_setting=keys)
     items = _items(db)
     by_run = items.groupby("run_key")["t"].apply(np.asarray).to_dict() if len(items) else {}
+    varying, fixed = {}, {}
+    for sweep, g in runs.groupby("sweep", sort=False):
+        varying[sweep] = [c for c in cols if c != "sweep" and g[c].map(str).nunique() > 1]
+        fixed[sweep] = _label(g.iloc[0], [c for c in cols
+                                          if c != "sweep" and c not in varying[sweep]])
     out = []
     for _, g in runs.groupby("_setting", sort=True):
         ok = g[g["status"] == "ok"]
@@ -84,7 +89,8 @@ def summary(db) -> list[dict]:
         first = g.iloc[0]
         row = {c: _py(first[c]) for c in cols}
         row.update({
-            "setting": _label(first, [c for c in cols if c != "sweep"]),
+            "setting": _label(first, varying[first["sweep"]]) or "(every run)",
+            "fixed": fixed[first["sweep"]],
             "objective": _py(ok["objective"].iloc[0]) if len(ok) else None,
             "runs": int(len(g)), "failed": int((g["status"] != "ok").sum()),
             "seeds": int(ok["seed"].nunique()) if "seed" in ok else None,
@@ -136,8 +142,9 @@ def format_summary(rows: list[dict], fails: list[dict]) -> str:
         obj = {r["objective"] for r in sel if r["objective"]}
         what = "job completion times" if obj == {"jobs"} else (
             "coflow completion times" if obj == {"coflows"} else "completion times")
-        out += [f"sweep {sweep}: {what} in seconds (pooled over seeds), mean over seeds "
-                f"of sum w*C and of the ratio to the LP bound", head, "-" * len(head)]
+        out += [f"sweep {sweep} ({sel[0]['fixed']}): {what} in seconds (pooled over "
+                f"seeds), mean over seeds of sum w*C and of the ratio to the LP bound",
+                head, "-" * len(head)]
         for r in sel:
             ratio = "-" if r["ratio"] is None else (
                 f"{r['ratio']:.3f}" + (f" +- {r['ratio_ci95']:.3f}"
