@@ -232,7 +232,7 @@ def test_a_separate_scheduler_and_two_workers_give_identical_results(local, tmp_
                 [os.path.join(BIN, "dask"), "worker", f"tcp://127.0.0.1:{port}", "--host",
                  "127.0.0.1", "--nthreads", "1", "--no-nanny", "--no-dashboard"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                stdin=subprocess.DEVNULL))
+                stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONHASHSEED": "0"}))
         from distributed import Client
         with Client(f"tcp://127.0.0.1:{port}", timeout="30s") as c:
             c.wait_for_workers(2, timeout=60)
@@ -384,3 +384,27 @@ def test_the_shipped_specs_read_and_mapreduce_defaults_are_its_spec():
     emu = [r.key for r in specs["mapreduce-emulation.toml"].runs(version="v")]
     assert sorted(r.key for r in spec_of(Config(engine="mininet", seeds=(0,))).runs(
         version="v")) == sorted(emu)
+
+
+def test_packing_defaults_are_its_spec_and_the_engine_gives_the_policies_schedules():
+    """experiments.packing's offline comparisons are experiments/specs/packing.toml run for
+    run, and offline, the joint simulator with a compute policy alone gives exactly the
+    policy's own schedule (what the module computed before it ran the spec)."""
+    from controller.compute import get_compute_policy
+    from emulate.engines import get_engine
+    from emulate.io.generators import generate
+    from experiments.packing import Config, spec_of
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "experiments", "specs")
+    shipped = read_spec(os.path.join(root, "packing.toml")).runs(version="v")
+    assert sorted(r.key for r in spec_of(Config()).runs(version="v")) == \
+        sorted(r.key for r in shipped)
+    assert {r.part for r in shipped} == {"preemptive", "nonpreemptive", "alpha"}
+    for pinned, policies in ((True, ("synchpack-3", "psrs", "tetris-p")),
+                             (False, ("jsq-mw", "tetris-np"))):
+        w = generate("packing", seed=1, ports=4, cores=1,
+                     params={"n_jobs": 8, "scheme": "random", "pinned": pinned})
+        for name in policies:
+            direct = get_compute_policy(name).schedule(w.compute).weighted_completion
+            assert get_engine("sim").run(w, name).total_weighted_job_completion == \
+                pytest.approx(direct, rel=1e-12)

@@ -78,12 +78,13 @@ def failed(run: Run, error: str) -> Outcome:
 
 
 def parameter_columns(run: Run) -> dict:
-    """The run's parameters as columns: ``kind``, ``seed``, ``p_<param>``, ``file``,
+    """The run's parameters as columns: ``part`` (of a spec with parts), ``kind``, ``seed``, ``p_<param>``, ``file``,
     ``o_<trace option>``, ``ports``/``cores``/``rate_bps`` asked for, ``policy``,
     ``opt_<option>``, ``engine``, ``run_key``, ``code_version``, ``label``,
     ``params`` (all of them as JSON)."""
     w = run.workload
     cols = {"run_key": run.key, "code_version": run.code_version, "label": run.label,
+            "part": run.part,
             "engine": run.engine, "policy": run.policy,
             "kind": w.get("kind"), "seed": w.get("seed"), "file": w.get("file"),
             "params": json.dumps(run.params(), sort_keys=True)}

@@ -22,7 +22,7 @@ import re
 import numpy as np
 
 #: columns that name a setting besides the parameter columns (p_, o_, fabric_, opt_)
-_SETTING = ("sweep", "kind", "file", "engine", "policy")
+_SETTING = ("sweep", "part", "kind", "file", "engine", "policy")
 _PARAM = ("p_", "o_", "fabric_", "opt_")
 
 
@@ -48,7 +48,7 @@ def _label(row, cols) -> str:
         name = re.sub(r"^(p_|o_|opt_|fabric_)", "", c)
         if c == "file":
             v = os.path.basename(str(v))
-        parts.append(f"{v}" if c in ("policy", "engine", "kind", "file", "sweep")
+        parts.append(f"{v}" if c in ("policy", "engine", "kind", "file", "sweep", "part")
                      else f"{name}={v:g}" if isinstance(v, float) else f"{name}={v}")
     return " ".join(parts)
 

@@ -90,13 +90,17 @@ class Run:
     engine: str
     bounds: tuple
     code_version: str
+    part: str | None = None
     key: str = field(default="", compare=False)
 
     def params(self) -> dict:
         """Everything that determines the run's result (what its key hashes)."""
-        return {"sweep": self.sweep, "workload": self.workload, "fabric": self.fabric,
-                "policy": self.policy, "options": self.options, "engine": self.engine,
-                "bounds": list(self.bounds), "code_version": self.code_version}
+        out = {"sweep": self.sweep, "workload": self.workload, "fabric": self.fabric,
+               "policy": self.policy, "options": self.options, "engine": self.engine,
+               "bounds": list(self.bounds), "code_version": self.code_version}
+        if self.part is not None:
+            out["part"] = self.part
+        return out
 
     @property
     def label(self) -> str:
@@ -112,7 +116,8 @@ class Run:
         rate = f"@{f['rate_bps']:g}" if f["rate_bps"] is not None else ""
         opts = ("{" + ",".join(f"{k}={v}" for k, v in sorted(self.options.items())) + "}"
                 if self.options else "")
-        return f"{what} {fab}{rate} {self.engine} {self.policy}{opts}"
+        part = f"[{self.part}] " if self.part is not None else ""
+        return f"{part}{what} {fab}{rate} {self.engine} {self.policy}{opts}"
 
 
 def run_key(params: dict) -> str:
@@ -122,27 +127,36 @@ def run_key(params: dict) -> str:
 
 
 @dataclass(frozen=True)
-class Spec:
-    """A parsed spec; :meth:`runs` expands it."""
+class Part:
+    """One cross product of a spec (a spec without ``[[parts]]`` has one, unnamed)."""
 
-    name: str
-    source: str | None
+    name: str | None
     engines: tuple
     bounds: tuple
     workloads: tuple
     fabrics: tuple
     policies: tuple
 
+
+@dataclass(frozen=True)
+class Spec:
+    """A parsed spec; :meth:`runs` expands it."""
+
+    name: str
+    source: str | None
+    parts: tuple
+
     def runs(self, version: str | None = None) -> list[Run]:
-        """Every run of the cross product, in spec order, each with its key."""
+        """Every run of the cross product(s), in spec order, each with its key."""
         version = code_version() if version is None else version
         out = []
-        for w, f, (pol, opts), eng in itertools.product(
-                _expand_workloads(self.workloads), _expand_fabrics(self.fabrics),
-                _expand_policies(self.policies), self.engines):
-            fab = _fabric_for(w, f)
-            r = Run(self.name, w, fab, pol, opts, eng, self.bounds, version)
-            out.append(Run(**{**r.__dict__, "key": run_key(r.params())}))
+        for part in self.parts:
+            for w, f, (pol, opts), eng in itertools.product(
+                    _expand_workloads(part.workloads), _expand_fabrics(part.fabrics),
+                    _expand_policies(part.policies), part.engines):
+                r = Run(self.name, w, _fabric_for(w, f), pol, opts, eng, part.bounds,
+                        version, part.name)
+                out.append(Run(**{**r.__dict__, "key": run_key(r.params())}))
         return out
 
 
@@ -166,40 +180,69 @@ def parse_spec(doc: dict, *, source: str | None = None) -> Spec:
     def err(msg, path=None):
         return SpecError(msg, source=source, path=path)
 
-    known = {"name", "engines", "bounds", "workloads", "fabrics", "policies", "description"}
+    known = {"name", "engines", "bounds", "workloads", "fabrics", "policies", "description",
+             "parts"}
     for k in doc:
         if k not in known:
             raise err(f"unknown key; a spec has {', '.join(sorted(known))}", k)
     name = doc.get("name")
     if not isinstance(name, str) or not name or any(c in name for c in "/\\=\0"):
         raise err("the sweep's name: a non-empty string without / \\ or =", "name")
+    if "parts" not in doc:
+        return Spec(name, source, (_part(doc, None, {}, "", base, err),))
+    parts = _tables(doc, "parts", err, required=True)
+    names = []
+    for i, p in enumerate(parts):
+        pname = p.get("name")
+        if not isinstance(pname, str) or not pname or pname in names:
+            raise err("each part needs a name of its own (a non-empty string)",
+                      f"parts[{i}].name")
+        names.append(pname)
+        for k in p:
+            if k not in known - {"parts", "description"}:
+                raise err(f"unknown key; a part has name, engines, bounds, workloads, "
+                          f"fabrics, policies", f"parts[{i}].{k}")
+    return Spec(name, source, tuple(
+        _part({**{k: v for k, v in doc.items() if k != "parts"}, **p}, p["name"], p,
+              f"parts[{i}].", base, err) for i, p in enumerate(parts)))
+
+
+def _part(doc: dict, name: str | None, own: dict, at_: str, base: str, err) -> Part:
+    """One cross product: ``doc``'s engines, bounds, workloads, fabrics and policies
+    (``own``: the part's own keys, whose errors name the path ``at_ + key``)."""
     from emulate.engines import engines
-    eng = _strings(doc.get("engines", ["sim"]), "engines", err)
+    at = {k: (at_ if k in own else "") for k in
+          ("engines", "bounds", "workloads", "fabrics", "policies")}
+    eng = _strings(doc.get("engines", ["sim"]), at["engines"] + "engines", err)
     for i, e in enumerate(eng):
         if e not in engines():
-            raise err(f"unknown engine {e!r}; known: {', '.join(engines())}", f"engines[{i}]")
-    bounds = tuple(b for b in _strings(doc.get("bounds", ["auto"]), "bounds", err))
+            raise err(f"unknown engine {e!r}; known: {', '.join(engines())}",
+                      f"{at['engines']}engines[{i}]")
+    bounds = _strings(doc.get("bounds", ["auto"]), at["bounds"] + "bounds", err)
     for i, b in enumerate(bounds):
         if b not in BOUNDS:
-            raise err(f"unknown bound {b!r}; known: {', '.join(BOUNDS)}", f"bounds[{i}]")
+            raise err(f"unknown bound {b!r}; known: {', '.join(BOUNDS)}",
+                      f"{at['bounds']}bounds[{i}]")
     bounds = tuple(b for b in bounds if b != "none")
-    workloads = tuple(_workload(w, f"workloads[{i}]", base, err)
-                      for i, w in enumerate(_tables(doc, "workloads", err, required=True)))
-    fabrics = tuple(_fabric(f, f"fabrics[{i}]", err)
-                    for i, f in enumerate(_tables(doc, "fabrics", err)))
-    policies = tuple(_policy(p, f"policies[{i}]", err)
-                     for i, p in enumerate(_tables(doc, "policies", err, required=True)))
-    return Spec(name, source, eng, bounds, workloads, fabrics or ({},), policies)
+    workloads = tuple(_workload(w, f"{at['workloads']}workloads[{i}]", base, err)
+                      for i, w in enumerate(_tables(doc, "workloads", err, required=True,
+                                                    at=at["workloads"])))
+    fabrics = tuple(_fabric(f, f"{at['fabrics']}fabrics[{i}]", err)
+                    for i, f in enumerate(_tables(doc, "fabrics", err, at=at["fabrics"])))
+    policies = tuple(_policy(p, f"{at['policies']}policies[{i}]", err)
+                     for i, p in enumerate(_tables(doc, "policies", err, required=True,
+                                                   at=at["policies"])))
+    return Part(name, eng, bounds, workloads, fabrics or ({},), policies)
 
 
-def _tables(doc, key, err, required=False) -> list:
+def _tables(doc, key, err, required=False, at="") -> list:
     v = doc.get(key, [])
     if isinstance(v, dict):
         v = [v]
     if not isinstance(v, list) or not all(isinstance(t, dict) for t in v):
-        raise err("a table or an array of tables ([[" + key + "]])", key)
+        raise err("a table or an array of tables ([[" + key + "]])", at + key)
     if required and not v:
-        raise err(f"at least one [[{key}]] group is needed", key)
+        raise err(f"at least one [[{key}]] group is needed", at + key)
     return v
 
 
