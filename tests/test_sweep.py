@@ -408,3 +408,22 @@ def test_packing_defaults_are_its_spec_and_the_engine_gives_the_policies_schedul
             direct = get_compute_policy(name).schedule(w.compute).weighted_completion
             assert get_engine("sim").run(w, name).total_weighted_job_completion == \
                 pytest.approx(direct, rel=1e-12)
+
+
+def test_parts_are_separate_cross_products_and_errors_name_the_part():
+    doc = {"name": "p", "fabrics": [{"ports": 4}],
+           "parts": [{"name": "a", "workloads": [{"kind": "coflows", "seeds": 2}],
+                      "policies": [{"specs": ["fifo", "sebf"]}]},
+                     {"name": "b", "bounds": ["none"], "workloads": [{"kind": "jobs"}],
+                      "policies": [{"specs": "fifo"}]}]}
+    runs = parse_spec(doc).runs(version="v")
+    assert [(r.part, r.workload["kind"], r.policy) for r in runs] == [
+        ("a", "coflows", "fifo"), ("a", "coflows", "sebf"), ("a", "coflows", "fifo"),
+        ("a", "coflows", "sebf"), ("b", "jobs", "fifo")]
+    assert runs[-1].bounds == () and runs[0].bounds == ("auto",)
+    doc["parts"][1]["policies"] = [{"specs": []}]
+    with pytest.raises(SpecError, match=r"parts\[1\]\.policies\[0\]\.specs"):
+        parse_spec(doc)
+    doc["parts"][1] = {"name": "a", "policies": [{"specs": "fifo"}]}
+    with pytest.raises(SpecError, match=r"parts\[1\]\.name: each part needs a name of its"):
+        parse_spec(doc)
