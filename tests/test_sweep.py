@@ -377,7 +377,8 @@ def test_the_shipped_specs_read_and_mapreduce_defaults_are_its_spec():
                         "experiments", "specs")
     specs = {f: read_spec(os.path.join(root, f)) for f in os.listdir(root)
              if f.endswith(".toml")}
-    assert {"coflow.toml", "mapreduce.toml", "mapreduce-emulation.toml"} <= set(specs)
+    assert {"coflow.toml", "packing.toml", "mapreduce.toml", "mapreduce-emulation.toml",
+            "moldable.toml", "msjo.toml"} <= set(specs)
     assert all(s.runs(version="v") for s in specs.values())
     shipped = [r.key for r in specs["mapreduce.toml"].runs(version="v")]
     assert sorted(r.key for r in spec_of(Config()).runs(version="v")) == sorted(shipped)
