@@ -25,7 +25,8 @@ The runs are a sweep (:func:`spec_of`; ``experiments/specs/mapreduce.toml`` is t
 spec of the defaults) on Dask (:mod:`experiments.sweep`): each run is written to the
 results store ``<out>/store`` as it finishes, so an interrupted experiment continues
 where it stopped when run again, and ``coflowemu results <out>/store`` queries it. The
-rows go to ``<out>/mapreduce.json`` and the tables to ``<out>/mapreduce.md``. ``--write-workloads DIR`` also writes every workload as JSON
+rows go to ``<out>/mapreduce.json`` and the tables to ``<out>/mapreduce.md``.
+``--write-workloads DIR`` also writes every workload as JSON
 (``coflowemu run DIR/mapreduce-arrivals-s0.json --policy synchpack-3+sebf`` replays one;
 the emulation runs the same files).
 

@@ -78,14 +78,13 @@ def failed(run: Run, error: str) -> Outcome:
 
 
 def parameter_columns(run: Run) -> dict:
-    """The run's parameters as columns: ``part`` (of a spec with parts), ``kind``, ``seed``, ``p_<param>``, ``file``,
-    ``o_<trace option>``, ``ports``/``cores``/``rate_bps`` asked for, ``policy``,
-    ``opt_<option>``, ``engine``, ``run_key``, ``code_version``, ``label``,
-    ``params`` (all of them as JSON)."""
+    """The run's parameters as columns: ``part`` (of a spec with parts), ``kind``,
+    ``seed``, ``p_<param>``, ``file``, ``o_<trace option>``, ``fabric_ports`` /
+    ``fabric_cores`` / ``fabric_rate_bps`` (as asked for), ``policy``, ``opt_<option>``,
+    ``engine``, ``run_key``, ``code_version``, ``label``, ``params`` (all as JSON)."""
     w = run.workload
     cols = {"run_key": run.key, "code_version": run.code_version, "label": run.label,
-            "part": run.part,
-            "engine": run.engine, "policy": run.policy,
+            "part": run.part, "engine": run.engine, "policy": run.policy,
             "kind": w.get("kind"), "seed": w.get("seed"), "file": w.get("file"),
             "params": json.dumps(run.params(), sort_keys=True)}
     cols.update({f"p_{k}": v for k, v in w.get("params", {}).items()})
@@ -134,7 +133,8 @@ def outcome_of_record(doc: dict, key: str, *, joint: bool) -> Outcome:
            "p50_ct": float(q[0]), "p95_ct": float(q[1]), "p99_ct": float(q[2]),
            "makespan": float(doc["makespan"]), "sum_wc": total,
            "lp_bound": lp, "ratio": ratio,
-           "ratio_abs": total / lp if lp else None, "wall_seconds": float(doc.get("wall_seconds", 0))}
+           "ratio_abs": total / lp if lp else None,
+           "wall_seconds": float(doc.get("wall_seconds", 0))}
     return Outcome(row, coflows, jobs, tasks)
 
 
