@@ -161,7 +161,8 @@ def _submit_and_collect(client, spec, out, todo, report, progress, failed):
             except KilledWorker as e:
                 outcome = failed(r, f"worker died running it: {e}")
             except (FutureCancelledError, OSError) as e:
-                raise SweepError(f"lost the Dask scheduler ({type(e).__name__}: {e}); "
+                why = " ".join(f"{type(e).__name__}: {e}".split())
+                raise SweepError(f"lost the Dask scheduler ({why}); "
                                  f"the runs written so far are complete: run the sweep "
                                  f"again to continue", setup=False) from None
             except Exception as e:  # noqa: BLE001 - e.g. the run could not be unpickled
@@ -183,13 +184,27 @@ def _submit_and_collect(client, spec, out, todo, report, progress, failed):
 def _client(scheduler: str | None, workers: int | None):
     """A Dask client of an existing scheduler, or of a LocalCluster on 127.0.0.1 (one
     single-threaded worker process per core, each offering ``mininet=1``)."""
+    # the client's own logs (reconnection attempts with tracebacks) are not for users:
+    # what went wrong reaches them as one SweepError line. Left silenced: the client's
+    # event loop thread still logs while and after it closes. (Importing distributed
+    # sets its loggers' levels: import it first.)
+    import distributed  # noqa: F401
+    for name in ("distributed", "distributed.client"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    with _connected(scheduler, workers) as client:
+        yield client
+
+
+@contextmanager
+def _connected(scheduler: str | None, workers: int | None):
     import dask
     from distributed import Client, LocalCluster
     if scheduler:
         try:
             client = Client(scheduler, timeout="10s")
         except (OSError, TimeoutError) as e:
-            raise SweepError(f"cannot reach the Dask scheduler {scheduler}: {e}") from None
+            raise SweepError(f"cannot reach the Dask scheduler {scheduler}: "
+                             f"{' '.join(str(e).split())}") from None
         try:
             yield client
         finally:
@@ -200,8 +215,8 @@ def _client(scheduler: str | None, workers: int | None):
                "PYTHONHASHSEED": HASH_SEED}
     with dask.config.set({"distributed.scheduler.allowed-failures": 1,
                           "distributed.nanny.pre-spawn-environ": environ,
-                          "distributed.worker.daemon": False,
-                          "distributed.logging.distributed": "error"}):
+                          # not daemonic: an emulation run starts processes of its own
+                          "distributed.worker.daemon": False}):
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                host="127.0.0.1", dashboard_address=None,
                                silence_logs=logging.CRITICAL,
