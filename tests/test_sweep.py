@@ -298,33 +298,43 @@ def test_cli_bad_spec_is_one_line_and_exit_2(tmp_path):
     assert out.returncode == 2 and "not valid TOML" in out.stderr and "line 1" in out.stderr
 
 
-def test_cli_resume_after_a_killed_sweep_gives_the_same_rows(local, tmp_path):
-    """Kill `coflowemu sweep` (and its local cluster) mid-way; the re-run completes the
-    store with exactly the rows of an uninterrupted sweep, none twice."""
-    d, _, _ = local
+def test_cli_resume_after_a_killed_sweep_gives_the_same_rows(tmp_path):
+    """Kill `coflowemu sweep` (and its local cluster) as its first runs are written; the
+    re-run completes the store with exactly the rows of every run executed alone, none
+    twice."""
+    from experiments.sweep.execute import execute
+    from experiments.sweep.store import open_results
+    (tmp_path / "r.toml").write_text(
+        'name = "resume"\n[[workloads]]\nkind = "coflows"\nseeds = 6\n'
+        'params = { coflows = [20, 30] }\n[[fabrics]]\nports = 6\ncores = 2\n'
+        '[[policies]]\nspecs = ["fifo", "sebf"]\n')
     store = tmp_path / "out"
-    runs_dir = store / "runs" / "sweep=small"
-    p = subprocess.Popen([COFLOWEMU, "sweep", d / "small.toml", "--out", store, "--workers",
-                          "1", "--no-progress"], stdout=subprocess.DEVNULL,
+    runs_dir = store / "runs" / "sweep=resume"
+    p = subprocess.Popen([COFLOWEMU, "sweep", tmp_path / "r.toml", "--out", store,
+                          "--workers", "1", "--no-progress"], stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
                          start_new_session=True)
     try:
         deadline = time.time() + 240
         while time.time() < deadline and p.poll() is None:
-            if runs_dir.exists() and len(os.listdir(runs_dir)) >= 3:
+            if runs_dir.exists() and any(f.endswith(".parquet") for f in os.listdir(runs_dir)):
                 break
-            time.sleep(0.05)
+            time.sleep(0.01)
     finally:
         os.killpg(p.pid, signal.SIGKILL)      # the sweep and its cluster (its session)
         p.wait()
     done = len([f for f in os.listdir(runs_dir) if f.endswith(".parquet")])
-    assert 3 <= done < 12, "the sweep was not killed mid-way"
-    out = _cli("sweep", d / "small.toml", "--out", store, "--workers", "1", "--json")
+    assert 1 <= done < 24, "the sweep was not killed mid-way"
+    out = _cli("sweep", tmp_path / "r.toml", "--out", store, "--workers", "1", "--json")
     doc = json.loads(out.stdout)
-    assert doc["skipped"] == done and doc["done"] + len(doc["failed"]) == 12 - done
-    assert _rows(store) == _rows(d / "out")
-    files = [f for f in os.listdir(runs_dir) if not f.startswith(".")]
-    assert len(files) == 12
+    assert doc["skipped"] == done and doc["done"] == 24 - done and not doc["failed"]
+    cols = ["run_key", "sum_wc", "lp_bound", "ratio", "mean_ct", "p99_ct", "n_items"]
+    got = open_results(str(store)).sql(
+        f"select {', '.join(cols)} from runs order by run_key").fetchall()
+    want = sorted(tuple(o.run[c] for c in cols) for o in map(
+        execute, read_spec(str(tmp_path / "r.toml")).runs()))
+    assert got == want
+    assert len([f for f in os.listdir(runs_dir) if not f.startswith(".")]) == 24
 
 
 def test_imported_json_records_become_the_same_rows(local, tmp_path):
