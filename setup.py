@@ -22,6 +22,13 @@ setup(
         # numba: the simulator's inner event loop; pure-Python per-event overhead makes
         # a 700k-flow trace take minutes instead of seconds.
         "numba>=0.59",
+        # sweeps (experiments/sweep): runs as Dask tasks on a local or remote cluster,
+        # results as Parquet files queried with DuckDB (pandas for data frames);
+        # specs are TOML, read by the standard library's tomllib (Python >= 3.11).
+        "dask[distributed]>=2024.1",
+        "pyarrow>=15",
+        "duckdb>=1.0",
+        "pandas>=2.1",
     ],
     extras_require={
         "emulation": [

@@ -39,14 +39,21 @@ class Row:
     def of(cls, run: RunResult, lp: float | None) -> "Row":
         cct = run.cct
         w = run.workload.arrays
-        wr = float(np.dot(w.weight, w.release))
-        ratio = None
-        if lp is not None and lp - wr > 0:
-            ratio = (run.total_weighted_completion - wr) / (lp - wr)
+        ratio = lp_ratio(run.total_weighted_completion, w.weight, w.release, lp)
         q = np.percentile(cct, [50, 95, 99]) if len(cct) else [0.0] * 3
         return cls(run.policy, float(cct.mean()) if len(cct) else 0.0, float(q[0]),
                    float(q[1]), float(q[2]), run.total_weighted_completion,
                    run.total_weighted_cct, ratio, run.wall_seconds)
+
+
+def lp_ratio(total_weighted_completion: float, weight, release, lp: float | None
+             ) -> float | None:
+    """The ratio to the LP bound on the CCT basis, ``(sum w C - sum w r) / (LP - sum w
+    r)``; None without a bound (or when the bound is no more than ``sum w r``)."""
+    wr = float(np.dot(weight, release))
+    if lp is None or lp - wr <= 0:
+        return None
+    return (total_weighted_completion - wr) / (lp - wr)
 
 
 @dataclass

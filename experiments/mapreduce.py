@@ -21,9 +21,12 @@ agents of the emulated hosts, flows on real switches (``controller.joint_runtime
 tables then give the emulated figures and, per pair, how far each job's time is from the
 joint simulator's (``|T_emulated / T_simulated - 1|``, median and max over jobs).
 
-Every run is appended to ``<out>/mapreduce.json`` as soon as it finishes (written to a
-temporary file, then renamed: an interrupted run keeps what it finished); the tables go
-to ``<out>/mapreduce.md``. ``--write-workloads DIR`` also writes every workload as JSON
+The runs are a sweep (:func:`spec_of`; ``experiments/specs/mapreduce.toml`` is the
+spec of the defaults) on Dask (:mod:`experiments.sweep`): each run is written to the
+results store ``<out>/store`` as it finishes, so an interrupted experiment continues
+where it stopped when run again, and ``coflowemu results <out>/store`` queries it. The
+rows go to ``<out>/mapreduce.json`` and the tables to ``<out>/mapreduce.md``.
+``--write-workloads DIR`` also writes every workload as JSON
 (``coflowemu run DIR/mapreduce-arrivals-s0.json --policy synchpack-3+sebf`` replays one;
 the emulation runs the same files).
 
@@ -41,13 +44,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from controller.jobs import JointWorkload, compute_lower_bound, mapreduce_jobs
-from emulate.engines import engines, get_engine
+from controller.jobs import JointWorkload, mapreduce_jobs
+from emulate.engines import engines
 from emulate.io.records import atomic_write
 from emulate.io.traces import write_json
 
@@ -72,6 +74,8 @@ class Config:
     out: str = "results/mapreduce"
     write_workloads: str | None = None
     engine: str = "sim"
+    workers: int | None = None          # local Dask workers (default: one per core)
+    scheduler: str | None = None        # or a running Dask scheduler's address
 
 
 def make_workload(cfg: Config, setting: str, seed: int) -> JointWorkload:
@@ -84,59 +88,98 @@ def make_workload(cfg: Config, setting: str, seed: int) -> JointWorkload:
                           name=f"mapreduce-{setting}-s{seed}")
 
 
+def spec_of(cfg: Config):
+    """The sweep spec of ``cfg`` (:mod:`experiments.sweep`): the ``mapreduce`` kind with
+    ``mean_interarrival`` = ``gap`` (arrivals) or 0 (batch), every compute+network pair,
+    bound LP1, on the simulator (and on ``cfg.engine`` too).
+    ``experiments/specs/mapreduce.toml`` is the spec of the defaults."""
+    from experiments.sweep.spec import parse_spec
+    for s in cfg.settings:
+        if s not in SETTINGS:
+            raise ValueError(f"unknown setting {s!r}; known: {', '.join(SETTINGS)}")
+    return parse_spec({
+        "name": "mapreduce" if cfg.engine == "sim" else f"mapreduce-{cfg.engine}",
+        "engines": ["sim"] + ([cfg.engine] if cfg.engine != "sim" else []),
+        "bounds": ["lp1"],
+        "workloads": [{"kind": "mapreduce", "seeds": list(cfg.seeds),
+                       "params": {"n_jobs": cfg.jobs,
+                                  "mean_interarrival": [_gap(cfg, s) for s in
+                                                        cfg.settings]}}],
+        "fabrics": [{"ports": cfg.ports, "cores": cfg.cores, "rate": cfg.rate_bps}],
+        "policies": [{"specs": [f"{c}+{n}" for c in cfg.compute for n in cfg.network]}]})
+
+
+def _gap(cfg: Config, setting: str) -> float:
+    return float(cfg.gap) if setting == "arrivals" else 0.0
+
+
 def run(cfg: Config, verbose: bool = True) -> tuple[list[dict], str]:
-    """Run every pair on every workload; return the rows and the tables (markdown)."""
+    """Run every pair on every workload as a sweep (store: ``<out>/store``, resumable);
+    return the rows and the tables (markdown)."""
+    from experiments.sweep.runner import run_sweep
+    from experiments.sweep.store import open_results
     os.makedirs(cfg.out, exist_ok=True)
-    path = os.path.join(cfg.out, "mapreduce.json")
-    rows: list[dict] = []
-    t_start = time.perf_counter()
-    for setting in cfg.settings:
-        for seed in cfg.seeds:
-            w = make_workload(cfg, setting, seed)
-            if cfg.write_workloads:
+    if cfg.write_workloads:
+        for setting in cfg.settings:
+            for seed in cfg.seeds:
+                w = make_workload(cfg, setting, seed)
                 write_json(w, os.path.join(cfg.write_workloads, f"{w.name}.json"))
-            lp = compute_lower_bound(w, "lp1").value
-            a = w.compute.arrays
-            for c in cfg.compute:
-                for n in cfg.network:
-                    t0 = time.perf_counter()
-                    r = get_engine("sim").run(w, f"{c}+{n}")
-                    versus = {}
-                    if cfg.engine != "sim":
-                        sim = r
-                        r = get_engine(cfg.engine).run(w, f"{c}+{n}")
-                        err = np.abs((r.job_completion - r.job_release) /
-                                     (sim.job_completion - sim.job_release) - 1)
-                        versus = {"sim_weighted_completion": sim.total_weighted_job_completion,
-                                  "job_error_median": float(np.median(err)),
-                                  "job_error_max": float(err.max()),
-                                  "job_errors": err.tolist(),
-                                  "emulation": r.extra.pop("emulation")}
-                    doc = r.to_json()
-                    shuffles = [x["cct"] for x in doc["coflows"] if x["id"] in w.shuffles]
-                    rows.append({
-                        "setting": setting, "seed": seed, "workload": w.name,
-                        "compute": c, "network": n, "pair": f"{c}+{n}",
-                        "weighted_completion": r.total_weighted_job_completion,
-                        "weighted_mean_job_time": r.total_weighted_job_delay / w.total_weight,
-                        "mean_job_time": float(np.mean(r.job_completion - r.job_release)),
-                        "makespan": r.makespan, "mean_shuffle_cct": float(np.mean(shuffles)),
-                        "lp1": lp, "ratio": r.total_weighted_job_completion / lp,
-                        "jobs": len(w.jobs), "tasks": a.n_tasks, "shuffles": len(w.shuffles),
-                        "seconds": time.perf_counter() - t0, "engine": cfg.engine,
-                        **versus, **r.extra})
-                    atomic_write(path, json.dumps({"config": asdict(cfg), "rows": rows},
-                                                  indent=1) + "\n")
-                    if verbose:
-                        x = rows[-1]
-                        vs = (f"  jobs vs sim: median {x['job_error_median']:.1%} max "
-                              f"{x['job_error_max']:.1%}" if versus else "")
-                        print(f"[{time.perf_counter() - t_start:6.1f}s] {setting} s{seed} "
-                              f"{x['pair']:<24} sum wC {x['weighted_completion']:9.1f} "
-                              f"x LP1 {x['ratio']:.2f}{vs}", flush=True)
+    spec = spec_of(cfg)
+    store = os.path.join(cfg.out, "store")
+    report = run_sweep(spec, store, workers=cfg.workers, scheduler=cfg.scheduler,
+                       progress=verbose)
+    if report.failed:
+        raise RuntimeError("runs failed:\n" + report.format())
+    rows = _rows(open_results(store), spec, cfg)
+    atomic_write(os.path.join(cfg.out, "mapreduce.json"),
+                 json.dumps({"config": asdict(cfg), "rows": rows}, indent=1) + "\n")
     text = tables(rows, cfg)
     atomic_write(os.path.join(cfg.out, "mapreduce.md"), text + "\n")
     return rows, text
+
+
+def _rows(db, spec, cfg: Config) -> list[dict]:
+    """The experiment's rows (one per setting, seed and pair on ``cfg.engine``, in that
+    order) from the sweep's store; on the emulation with the per-job error against the
+    simulator's run of the same workload and pair."""
+    keys = {(r.engine, r.workload["params"]["mean_interarrival"], r.workload["seed"],
+             r.policy): r.key for r in spec.runs()}
+    runs = {r["run_key"]: r for r in db.sql(
+        "select * from runs where sweep = $s", params={"s": spec.name}).df().to_dict("records")}
+    jobs = db.sql("select run_key, id, weight, jct from jobs order by run_key, id").df()
+    jobs = {k: g for k, g in jobs.groupby("run_key")}
+    counts = dict(db.sql("select run_key, count(*) from tasks group by 1").fetchall())
+    shuffles = {k: (n, m) for k, n, m in db.sql(
+        "select run_key, count(*), avg(cct) from coflows group by 1").fetchall()}
+    rows = []
+    for setting in cfg.settings:
+        for seed in cfg.seeds:
+            for c in cfg.compute:
+                for n in cfg.network:
+                    key = keys[(cfg.engine, _gap(cfg, setting), seed, f"{c}+{n}")]
+                    r, j = runs[key], jobs[key]
+                    w = j["weight"].to_numpy()
+                    row = {
+                        "setting": setting, "seed": seed,
+                        "workload": f"mapreduce-{setting}-s{seed}",
+                        "compute": c, "network": n, "pair": f"{c}+{n}",
+                        "weighted_completion": r["sum_wc"],
+                        "weighted_mean_job_time": float(np.dot(w, j["jct"]) / w.sum()),
+                        "mean_job_time": float(j["jct"].mean()),
+                        "makespan": r["makespan"], "mean_shuffle_cct": shuffles[key][1],
+                        "lp1": r["lp_bound"], "ratio": r["ratio"], "jobs": len(j),
+                        "tasks": counts.get(key, 0), "shuffles": shuffles[key][0],
+                        "seconds": r["run_seconds"], "engine": cfg.engine}
+                    if cfg.engine != "sim":
+                        sk = keys[("sim", _gap(cfg, setting), seed, f"{c}+{n}")]
+                        sim = jobs[sk].set_index("id")["jct"]
+                        err = np.abs(j.set_index("id")["jct"] / sim.loc[j["id"]].to_numpy()
+                                     - 1).to_numpy()
+                        row.update(sim_weighted_completion=runs[sk]["sum_wc"],
+                                   job_error_median=float(np.median(err)),
+                                   job_error_max=float(err.max()), job_errors=err.tolist())
+                    rows.append(row)
+    return rows
 
 
 def tables(rows: list[dict], cfg: Config) -> str:
@@ -214,6 +257,8 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="one seed (smoke run)")
     p.add_argument("--engine", choices=tuple(engines()), default="sim",
                    help="mininet (root): run every pair on the emulation too")
+    p.add_argument("--workers", type=int, help="local Dask workers (default: one per core)")
+    p.add_argument("--scheduler", help="a running Dask scheduler (tcp://host:port)")
     args = p.parse_args(argv)
 
     def names(s):
@@ -223,7 +268,8 @@ def main(argv=None):
                                                                   args.seeds)),
                  settings=names(args.settings), compute=names(args.compute),
                  network=names(args.network), out=args.out,
-                 write_workloads=args.write_workloads, engine=args.engine)
+                 write_workloads=args.write_workloads, engine=args.engine,
+                 workers=args.workers, scheduler=args.scheduler)
     _, text = run(cfg)
     print(text)
 

@@ -18,9 +18,14 @@ The "ratio" column is ``sum w C`` over the LP value (the LP has the release cons
 the online setting), the "gain" columns are how much lower SynchPack's metric is than each
 baseline's, in percent.
 
-Every row is appended to ``<out>/packing.json`` as soon as it is computed (written to a
-temporary file, then ``os.replace``), so a crash loses nothing; the tables are written to
-``<out>/packing.md`` and printed.
+The offline comparisons are a sweep (:func:`spec_of`; ``experiments/specs/packing.toml``
+is the spec of the defaults) run on Dask by :mod:`experiments.sweep`: each compute policy
+alone in the joint simulator, each run written to the results store ``<out>/store`` as
+it finishes (an interrupted run continues where it stopped). The online comparisons
+re-plan at the paper's epochs (``tau0``, ``growth``), which the engines do not (they
+re-plan at every event), so they call the policies' ``schedule`` here. Every row is
+appended to ``<out>/packing.json`` as soon as it is computed (written to a temporary
+file, then ``os.replace``); the tables are written to ``<out>/packing.md`` and printed.
 
 Run::
 
@@ -43,7 +48,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from controller.compute import get_compute_policy
-from controller.compute.generators import google_like, weights
+from controller.compute.generators import packing_paper
 from controller.compute.lp import lp2, lp3
 from controller.compute.model import ComputeWorkload
 
@@ -78,26 +83,21 @@ class Config:
     fixed_tau0_factor: float = 1.0
     out: str = "results/packing"
     extra: dict = field(default_factory=dict)
+    workers: int | None = None          # local Dask workers of the offline sweep
+    scheduler: str | None = None        # or a running Dask scheduler's address
 
 
 def make_workload(cfg: Config, seed: int, *, alpha: float | None = None, scheme="equal",
                   n_jobs: int | None = None, online: bool = False,
                   load: float | None = None) -> ComputeWorkload:
     """The Google-like workload of one seed, weighted by ``scheme``; online: Poisson
-    arrivals whose mean inter-arrival time gives the target ``cfg.load``."""
-    w = google_like(n_jobs or cfg.n_jobs, cfg.n_machines, seed=seed,
-                    size_median=cfg.size_median, max_tasks=cfg.max_tasks, n_local=cfg.n_local,
-                    remote_fraction=cfg.remote_fraction,
-                    alpha=cfg.alpha if alpha is None else alpha)
-    w = w.with_weights(weights(w, scheme, seed=1000 + seed))
-    if online:
-        a = w.arrays
-        volume = float((a.size * a.pmin).sum())
-        mean_gap = volume / (len(w.jobs) * (load or cfg.load) * float(a.capacity.sum()))
-        rng = np.random.default_rng(2000 + seed)
-        arr = np.concatenate([[0.0], np.cumsum(rng.exponential(mean_gap, len(w.jobs) - 1))])
-        w = w.with_releases(np.round(arr, 3))
-    return w
+    arrivals whose mean inter-arrival time gives the target ``cfg.load``
+    (:func:`controller.compute.generators.packing_paper`)."""
+    return packing_paper(n_jobs or cfg.n_jobs, cfg.n_machines, seed=seed,
+                         size_median=cfg.size_median, max_tasks=cfg.max_tasks,
+                         n_local=cfg.n_local, remote_fraction=cfg.remote_fraction,
+                         alpha=cfg.alpha if alpha is None else alpha, scheme=scheme,
+                         load=(load or cfg.load) if online else None)
 
 
 class ResultLog:
@@ -161,20 +161,9 @@ def run(cfg: Config, verbose: bool = True) -> tuple[list[dict], str]:
         if verbose:
             print(f"[{time.perf_counter() - t_start:6.1f}s] {msg}", flush=True)
 
-    for seed in cfg.seeds:
-        for scheme in cfg.schemes:
-            w = make_workload(cfg, seed, scheme=scheme)
-            pw = w.pinned()
-            _evaluate(log, pw, PREEMPTIVE, lp3(pw).value, setting="offline-preemptive",
-                      seed=seed, scheme=scheme, alpha=cfg.alpha, online=False, cfg=cfg)
-            _evaluate(log, w, NONPREEMPTIVE, lp2(w).value, setting="offline-nonpreemptive",
-                      seed=seed, scheme=scheme, alpha=cfg.alpha, online=False, cfg=cfg)
-            say(f"offline seed {seed} {scheme}")
-        for alpha in cfg.alphas:
-            w = make_workload(cfg, seed, alpha=alpha, scheme="equal")
-            _evaluate(log, w, NONPREEMPTIVE, lp2(w).value, setting="alpha-sweep", seed=seed,
-                      scheme="equal", alpha=alpha, online=False, cfg=cfg)
-            say(f"alpha sweep seed {seed} alpha {alpha}")
+    for row in _offline_rows(cfg, verbose):
+        log.add(row)
+    say("offline comparisons (the sweep's parts preemptive, nonpreemptive, alpha)")
     for seed in cfg.online_seeds:
         for scheme in cfg.schemes:
             w = make_workload(cfg, seed, scheme=scheme, n_jobs=cfg.online_jobs, online=True)
@@ -200,6 +189,69 @@ def run(cfg: Config, verbose: bool = True) -> tuple[list[dict], str]:
     _atomic_write(os.path.join(cfg.out, "packing.md"), text)
     say(f"done: {os.path.join(cfg.out, 'packing.json')}, {os.path.join(cfg.out, 'packing.md')}")
     return log.rows, text
+
+
+#: the spec's parts -> the settings of the tables
+_PARTS = {"preemptive": "offline-preemptive", "nonpreemptive": "offline-nonpreemptive",
+          "alpha": "alpha-sweep"}
+
+
+def spec_of(cfg: Config):
+    """The offline comparisons of ``cfg`` as a sweep spec (:mod:`experiments.sweep`): the
+    ``packing`` generator kind run by the joint simulator with each compute policy alone
+    (offline, that is the policy's own schedule), LP3 / LP2 bounds.
+    ``experiments/specs/packing.toml`` is the spec of the defaults."""
+    from emulate.io.generators import params_of
+    from experiments.sweep.spec import parse_spec
+    defaults = params_of("packing")
+    given = {"n_jobs": cfg.n_jobs, "size_median": cfg.size_median, "max_tasks": cfg.max_tasks,
+             "n_local": cfg.n_local, "remote_fraction": cfg.remote_fraction}
+    base = {k: v for k, v in given.items() if v != defaults[k]}
+    alpha = {"alpha": cfg.alpha} if cfg.alpha != defaults["alpha"] else {}
+
+    def part(name, bound, params, policies):
+        return {"name": name, "bounds": [bound], "policies": [{"specs": list(policies)}],
+                "workloads": [{"kind": "packing", "seeds": list(cfg.seeds),
+                               "params": {**base, **params}}]}
+    return parse_spec({"name": "packing", "fabrics": [{"ports": cfg.n_machines, "cores": 1}],
+                       "parts": [
+        part("preemptive", "lp3", {**alpha, "scheme": list(cfg.schemes), "pinned": True},
+             PREEMPTIVE),
+        part("nonpreemptive", "lp2", {**alpha, "scheme": list(cfg.schemes)}, NONPREEMPTIVE),
+        part("alpha", "lp2", {"alpha": list(cfg.alphas)}, NONPREEMPTIVE)]})
+
+
+def _offline_rows(cfg: Config, verbose: bool) -> list[dict]:
+    """Run the offline comparisons as a sweep (store ``<out>/store``: resumable) and
+    return their rows in this module's format."""
+    from experiments.sweep.runner import run_sweep
+    from experiments.sweep.store import open_results
+    spec = spec_of(cfg)
+    store = os.path.join(cfg.out, "store")
+    report = run_sweep(spec, store, workers=cfg.workers, scheduler=cfg.scheduler,
+                       progress=verbose)
+    if report.failed:
+        raise RuntimeError("runs failed:\n" + report.format())
+    db = open_results(store)
+    keys = {r.key: r for r in spec.runs()}
+    weight = dict(db.sql("select run_key, sum(weight) from jobs group by 1").fetchall())
+    tasks = dict(db.sql("select run_key, count(*) from tasks group by 1").fetchall())
+    order = {k: i for i, k in enumerate(keys)}
+    rows = []
+    for r in db.sql("select * from runs where sweep = 'packing'").df().to_dict("records"):
+        run = keys.get(r["run_key"])
+        if run is None:             # a run of another code version or configuration
+            continue
+        p = run.workload["params"]
+        rows.append((order[run.key], {
+            "setting": _PARTS[run.part], "seed": run.workload["seed"],
+            "scheme": p.get("scheme", "equal"), "alpha": p.get("alpha", cfg.alpha),
+            "load": None, "policy": run.policy, "online": False,
+            "metric": r["sum_wc"] / weight[r["run_key"]],
+            "weighted_completion": r["sum_wc"], "lp": r["lp_bound"], "ratio": r["ratio"],
+            "seconds": r["run_seconds"], "jobs": int(r["n_items"]),
+            "tasks": int(tasks[r["run_key"]])}))
+    return [row for _, row in sorted(rows, key=lambda x: x[0])]
 
 
 def _mean(rows, **match):
@@ -272,13 +324,16 @@ def main(argv=None):
     p.add_argument("--load", type=float, default=Config.load)
     p.add_argument("--tau0-factor", type=float, default=Config.tau0_factor)
     p.add_argument("--quick", action="store_true", help="tiny sizes, one seed (smoke run)")
+    p.add_argument("--workers", type=int, help="local Dask workers (default: one per core)")
+    p.add_argument("--scheduler", help="a running Dask scheduler (tcp://host:port)")
     args = p.parse_args(argv)
     cfg = Config(n_jobs=args.jobs, n_machines=args.machines, seeds=tuple(range(args.seeds)),
                  online_jobs=args.online_jobs, load=args.load, tau0_factor=args.tau0_factor,
-                 out=args.out)
+                 out=args.out, workers=args.workers, scheduler=args.scheduler)
     if args.quick:
         cfg = Config(n_jobs=12, n_machines=4, seeds=(0,), alphas=(1.5, 3.0), online_jobs=12,
-                     online_seeds=(0,), loads=(0.5, 0.9), out=args.out)
+                     online_seeds=(0,), loads=(0.5, 0.9), out=args.out, workers=args.workers,
+                     scheduler=args.scheduler)
     _, text = run(cfg)
     print(text)
 

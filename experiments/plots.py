@@ -68,19 +68,27 @@ def remove_stale(directory: str, suffix: str) -> list[str]:
 
 def cct_cdf(comparison, path: str, title: str | None = None) -> None:
     """CDF of coflow completion times, one line per policy (log x axis)."""
+    cdf({run.policy: run.cct for run in comparison.runs}, path,
+        title=title or f"CCT CDF: {comparison.workload.name}")
+
+
+def cdf(series: dict, path: str, *, title: str, xlabel: str = "coflow completion time (s)",
+        ylabel: str = "fraction of coflows") -> None:
+    """CDFs of completion times, one line per ``series`` key (log x axis)."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
     colors = plt.get_cmap("tab20").colors
     styles = ["-", "--", "-.", ":"]
-    for n, run in enumerate(comparison.runs):
-        cct = np.sort(run.cct)
-        cct = np.maximum(cct, 1e-9)
-        ax.step(cct, np.arange(1, len(cct) + 1) / len(cct), where="post",
+    for n, (label, values) in enumerate(series.items()):
+        v = np.maximum(np.sort(np.asarray(values, dtype=float)), 1e-9)
+        if not len(v):
+            continue
+        ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post",
                 color=colors[(2 * n) % 20 + (n // 10) % 2], linestyle=styles[n % 4],
-                label=f"{run.policy} (mean {np.mean(run.cct):.3g} s)")
+                label=f"{label} (mean {np.mean(values):.3g} s)")
     ax.set_xscale("log")
-    ax.set_xlabel("coflow completion time (s)")
-    ax.set_ylabel("fraction of coflows")
-    ax.set_title(title or f"CCT CDF: {comparison.workload.name}")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     _save(fig, path)
@@ -128,13 +136,14 @@ def gantt(segments: list[dict], path: str, *, by: str = "src", title: str | None
     _save(fig, path)
 
 
-def ratio_sweep(panels: dict, path: str, *, xlabel: str, title: str | None = None) -> None:
+def ratio_sweep(panels: dict, path: str, *, xlabel: str, title: str | None = None,
+                log: bool = True) -> None:
     """Ratio to a lower bound against a swept parameter, one panel per ``panels`` key.
 
     ``panels[name][algorithm]`` is a list of ``(x, ratio, low, high)`` (e.g. the ratio of
     sums over runs, and the smallest and largest per-run ratio): a line through the
     ratios with error bars from ``low`` to ``high``; log axes (ratios of very different
-    sizes share a panel), x ticks at the swept values.
+    sizes share a panel), x ticks at the swept values (linear axes with ``log=False``).
     """
     from matplotlib.ticker import NullFormatter, ScalarFormatter
     n = len(panels)
@@ -145,11 +154,13 @@ def ratio_sweep(panels: dict, path: str, *, xlabel: str, title: str | None = Non
     for ax, (name, lines) in zip(axes.flat, panels.items()):
         for k, (algo, pts) in enumerate(lines.items()):
             x, r, lo, hi = (np.array(v, dtype=float) for v in zip(*pts))
-            ax.errorbar(x * (1 + 0.03 * (k - len(lines) / 2)), r, yerr=[r - lo, hi - r],
+            shift = (1 + 0.03 * (k - len(lines) / 2)) if log else 1.0
+            ax.errorbar(x * shift, r, yerr=[r - lo, hi - r],
                         label=algo, color=colors[k % len(colors)], marker="o", ms=3,
                         capsize=2, lw=1)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        if log:
+            ax.set_xscale("log")
+            ax.set_yscale("log")
         xs = sorted({p[0] for pts in lines.values() for p in pts})
         ax.set_xticks(xs)
         for axis in (ax.xaxis, ax.yaxis):

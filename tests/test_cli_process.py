@@ -60,6 +60,7 @@ def test_generate_writes_a_workload_the_readers_accept(files):
     ("jobs", ["-p", "jobs=2"], "lp-coflow"),
     ("mapreduce", ["-p", "n_jobs=2"], "synchpack-3+sebf"),
     ("google", ["-p", "n_jobs=3"], "synchpack-3"),   # no coflows: compute policy alone
+    ("packing", ["-p", "n_jobs=3", "-p", "pinned=true"], "psrs"),  # the packing paper's
     ("moldable", ["-p", "n_jobs=3"], "demt"),         # the moldable job model
     ("msjo", ["-p", "n_jobs=3", "-p", "scenario=random"], "mars"),   # the msjo job model
     ("redundancy", ["-p", "machines=4", "-p", "lam=0.1", "-p", "horizon=40"],
@@ -73,13 +74,14 @@ def test_every_generator_kind_writes_a_workload_that_runs(tmp_path, kind, params
     assert out.returncode == 0, out.stderr
     doc = one_json_document(coflowemu("run", "w.json", "--policy", policy, "--json",
                                       cwd=tmp_path))
-    assert doc["jobs" if kind in ("mapreduce", "google", "moldable", "msjo", "redundancy")
-               else "coflows"]
+    assert doc["jobs" if kind in ("mapreduce", "google", "packing", "moldable", "msjo",
+                                  "redundancy") else "coflows"]
 
 
 def test_every_generator_kind_is_tested():
     from emulate.io.generators import kinds
-    tested = {"coflows", "jobs", "mapreduce", "google", "moldable", "msjo", "redundancy"}
+    tested = {"coflows", "jobs", "mapreduce", "google", "packing", "moldable", "msjo",
+              "redundancy"}
     assert set(kinds()) == tested
 
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from controller.compute.model import ComputeJob, ComputeWorkload, Machine, Stage, Task
 
-__all__ = ["google_like", "mapreduce_like", "weights", "WEIGHT_SCHEMES"]
+__all__ = ["google_like", "mapreduce_like", "packing_paper", "weights", "WEIGHT_SCHEMES"]
 
 WEIGHT_SCHEMES = ("equal", "random", "priority")
 
@@ -108,6 +108,30 @@ def google_like(n_jobs: int = 40, n_machines: int = 10, *, seed=0, capacity: flo
         jobs.append(ComputeJob(f"j{j}", [Stage(f"j{j}.s0", tasks)], 1.0, prio))
     w = ComputeWorkload(machines, jobs, name=f"google-like-{n_jobs}x{n_machines}")
     return w.with_weights(weights(w, weight_scheme, rng)) if weight_scheme != "equal" else w
+
+
+def packing_paper(n_jobs: int = 60, n_machines: int = 6, *, seed=0,
+                  size_median: float = 0.15, max_tasks: int = 20, n_local: int = 3,
+                  remote_fraction: float = 0.3, alpha: float = 2.0, scheme: str = "equal",
+                  load: float | None = None, pinned: bool = False) -> ComputeWorkload:
+    """The packing paper's workload of one seed (Shafiee & Ghaderi, Section 7, as
+    ``experiments/packing.py`` runs it): :func:`google_like` jobs weighted by ``scheme``
+    (:func:`weights`, seed ``1000 + seed``); with ``load``, Poisson arrivals whose mean
+    gap gives that load of the machines' capacity (seed ``2000 + seed``); ``pinned``:
+    every task on its own machine of the original trace (:meth:`ComputeWorkload.pinned`,
+    the preemptive comparison's setting)."""
+    w = google_like(n_jobs, n_machines, seed=seed, size_median=size_median,
+                    max_tasks=max_tasks, n_local=n_local, remote_fraction=remote_fraction,
+                    alpha=alpha)
+    w = w.with_weights(weights(w, scheme, seed=1000 + seed))
+    if load:
+        a = w.arrays
+        volume = float((a.size * a.pmin).sum())
+        mean_gap = volume / (len(w.jobs) * load * float(a.capacity.sum()))
+        rng = np.random.default_rng(2000 + seed)
+        arr = np.concatenate([[0.0], np.cumsum(rng.exponential(mean_gap, len(w.jobs) - 1))])
+        w = w.with_releases(np.round(arr, 3))
+    return w.pinned() if pinned else w
 
 
 def mapreduce_like(n_jobs: int = 10, n_machines: int = 8, *, seed=0, capacity: float = 1.0,

@@ -565,5 +565,10 @@ def _add_emulation_commands():
 
 _add_emulation_commands()
 
+from emulate.cli.sweep import commands as _sweep_commands  # noqa: E402 - sweep, results
+
+for _cmd in _sweep_commands():
+    main.add_command(_cmd)
+
 if __name__ == "__main__":
     main()

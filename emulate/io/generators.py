@@ -18,6 +18,9 @@ Built-in kinds:
   jobs with packing and placement (:func:`controller.compute.generators.google_like`),
   run with a compute policy alone (``--policy synchpack-3``).
 
+* ``packing`` -- the same, as the packing paper's offline experiments generate them
+  (:func:`controller.compute.generators.packing_paper`: weight schemes, remote penalty,
+  ``pinned`` tasks for the preemptive comparison).
 * ``moldable`` -- joint workloads of the ``moldable`` job model: independent moldable
   jobs, all at 0, of one of the paper's families
   (:func:`controller.moldable.generators.workload`), run with a moldable algorithm alone
@@ -207,6 +210,28 @@ def google(seed, *, ports, cores, rate_bps, n_jobs: int = 40,
                      remote_fraction=remote_fraction)
     return joint_from_compute(cw, Fabric(ports, cores, rate_bps),
                               name=f"google-s{seed}-p{ports}-j{n_jobs}")
+
+
+@kind("packing")
+def packing(seed, *, ports, cores, rate_bps, n_jobs: int = 60, size_median: float = 0.15,
+            max_tasks: int = 20, n_local: int = 3, remote_fraction: float = 0.3,
+            alpha: float = 2.0, scheme: str = "equal", pinned: bool = False):
+    """Joint workloads of compute jobs only: the packing paper's offline workload
+    (:func:`controller.compute.generators.packing_paper`: Google-like jobs weighted
+    ``equal``, ``random`` or ``priority``, remote penalty ``alpha``; ``pinned``: every task
+    on its machine of the original trace), one machine per port, all at time 0."""
+    from controller.compute.generators import WEIGHT_SCHEMES, packing_paper
+    from controller.jobs import joint_from_compute
+    from topologies.fabric import Fabric
+    if scheme not in WEIGHT_SCHEMES:
+        raise GeneratorError(f"--param scheme={scheme}: known schemes: "
+                             f"{', '.join(WEIGHT_SCHEMES)}")
+    cw = packing_paper(n_jobs, ports, seed=seed, size_median=size_median,
+                       max_tasks=max_tasks, n_local=n_local, remote_fraction=remote_fraction,
+                       alpha=alpha, scheme=scheme, pinned=pinned)
+    return joint_from_compute(cw, Fabric(ports, cores, rate_bps),
+                              name=f"packing-{scheme}-s{seed}-p{ports}-j{n_jobs}"
+                                   + ("-pinned" if pinned else ""))
 
 
 @kind("moldable")

@@ -1,0 +1,219 @@
+"""One run of a sweep, as a Dask task executes it: workload, engine, LP bound, rows.
+
+:func:`execute` builds the run's workload (a seeded generator kind or a file, on the
+run's fabric), runs it through ``emulate.engines.get_engine(engine).run(workload,
+policy, RunOptions)`` -- the door every command and experiment uses -- computes the LP
+bounds the spec asks for, and returns an :class:`Outcome`: the run's row and its rows per
+coflow, job and task, as plain lists of dicts (picklable, so a worker on another machine
+sends them back to the client, which writes them: :mod:`experiments.sweep.store`).
+
+A run that fails (bad parameters, a policy error, an engine error) does not raise: its
+outcome has ``status = "failed"`` and the error, so the sweep goes on. Emulation runs
+(``engine = "mininet"``) hold the machine's emulation lock
+(``/tmp/coflowemu-mininet.lock``, the one every emulation on a machine takes) while they
+run, on top of the ``mininet`` worker resource the runner gives them.
+
+Workloads and bounds are cached per worker process (a policy sweep over one workload
+generates and bounds it once per worker).
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from experiments.sweep.spec import Run
+
+#: the lock every emulation on a machine takes (common to tests, benchmarks, sweeps)
+MININET_LOCK = "/tmp/coflowemu-mininet.lock"
+#: the joint workloads' compute LP is solved by ``auto`` up to this many tasks (as ``run``)
+AUTO_MAX_TASKS = 1000
+
+
+@dataclass
+class Outcome:
+    """What a run gives back: its row (parameters, status, metrics) and detail rows."""
+
+    run: dict
+    coflows: list = field(default_factory=list)
+    jobs: list = field(default_factory=list)
+    tasks: list = field(default_factory=list)
+
+
+def execute(run: Run) -> Outcome:
+    """Run ``run``; never raises for a failure of the run itself (see the module doc)."""
+    t0 = time.perf_counter()
+    try:
+        w = build_workload(_canon(run.workload), _canon(run.fabric))
+        from emulate.engines import RunOptions, get_engine
+        opts = RunOptions(policy_options=dict(run.options))
+        with _machine_lock(run.engine):
+            result = get_engine(run.engine).run(w, run.policy, opts)
+        bounds = {b: bound_of(_canon(run.workload), _canon(run.fabric), b, run.policy)
+                  for b in run.bounds}
+        first = next(iter(bounds.values()), None)
+        doc = result.to_json(first)
+        out = outcome_of_record(doc, run.key, joint=hasattr(w, "machines"))
+        out.run.update({f"bound_{k}": v for k, v in bounds.items()})
+        out.run["lp_name"] = next(iter(bounds), None)
+        out.run.update(status="ok", error=None)
+    except Exception as e:  # noqa: BLE001 - every failure of a run is its record
+        out = Outcome(run={"status": "failed", "error": _one_line(e)})
+        out.run["traceback"] = traceback.format_exc(limit=8)
+    out.run.update(parameter_columns(run))
+    out.run["run_seconds"] = time.perf_counter() - t0
+    return out
+
+
+def failed(run: Run, error: str) -> Outcome:
+    """The outcome of a run that never returned (its worker died, no worker could take it)."""
+    o = Outcome(run={"status": "failed", "error": error, "run_seconds": None})
+    o.run.update(parameter_columns(run))
+    return o
+
+
+def parameter_columns(run: Run) -> dict:
+    """The run's parameters as columns: ``part`` (of a spec with parts), ``kind``,
+    ``seed``, ``p_<param>``, ``file``, ``o_<trace option>``, ``fabric_ports`` /
+    ``fabric_cores`` / ``fabric_rate_bps`` (as asked for), ``policy``, ``opt_<option>``,
+    ``engine``, ``run_key``, ``code_version``, ``label``, ``params`` (all as JSON)."""
+    w = run.workload
+    cols = {"run_key": run.key, "code_version": run.code_version, "label": run.label,
+            "part": run.part, "engine": run.engine, "policy": run.policy,
+            "kind": w.get("kind"), "seed": w.get("seed"), "file": w.get("file"),
+            "params": json.dumps(run.params(), sort_keys=True)}
+    cols.update({f"p_{k}": v for k, v in w.get("params", {}).items()})
+    cols.update({f"o_{k}": v for k, v in w.get("options", {}).items()})
+    cols.update({f"fabric_{k}": v for k, v in run.fabric.items()})
+    cols.update({f"opt_{k}": v for k, v in run.options.items()})
+    return cols
+
+
+def outcome_of_record(doc: dict, key: str, *, joint: bool) -> Outcome:
+    """Rows from a run record (``RunResult.to_json`` / ``JointResult.to_json``: what
+    ``coflowemu run --json`` prints and ``compare`` writes per run)."""
+    import numpy as np
+    coflows = [{"run_key": key, "id": str(c["id"]), "release": float(c["release"]),
+                "completion": float(c["completion"]), "cct": float(c["cct"]),
+                "weight": float(c["weight"])} for c in doc.get("coflows", [])]
+    jobs = [{"run_key": key, "id": str(j["id"]), "weight": float(j["weight"]),
+             "release": float(j.get("release", np.nan)),
+             "completion": float(j["completion"]),
+             "jct": float(j["completion"]) - float(j.get("release", np.nan))}
+            for j in doc.get("jobs", [])]
+    tasks = [{"run_key": key, "id": str(t["id"]), "stage": str(t["stage"]),
+              "job": str(t["job"]), "machine": str(t["machine"]),
+              "start": float(t["start"]), "end": float(t["end"]),
+              "preemptions": int(t.get("preemptions", 0))} for t in doc.get("tasks", [])]
+    lp = doc.get("lp_lower_bound")
+    if joint:
+        times = np.array([j["jct"] for j in jobs])
+        total = float(doc["total_weighted_job_completion"])
+        ratio = total / lp if lp else None
+        objective = "jobs"
+    else:
+        times = np.array([c["cct"] for c in coflows])
+        total = float(doc["total_weighted_completion"])
+        from experiments.compare import lp_ratio
+        ratio = lp_ratio(total, np.array([c["weight"] for c in coflows]),
+                         np.array([c["release"] for c in coflows]), lp)
+        objective = "coflows"
+    q = np.percentile(times, [50, 95, 99]) if len(times) else [np.nan] * 3
+    rate = doc.get("rate_bps")
+    row = {"workload": doc.get("workload"), "objective": objective,
+           "ports": doc.get("ports"), "cores": doc.get("cores"),
+           "rate_bps": float(rate[0]) if isinstance(rate, list) else rate,
+           "n_items": int(len(times)),
+           "mean_ct": float(times.mean()) if len(times) else None,
+           "p50_ct": float(q[0]), "p95_ct": float(q[1]), "p99_ct": float(q[2]),
+           "makespan": float(doc["makespan"]), "sum_wc": total,
+           "lp_bound": lp, "ratio": ratio,
+           "ratio_abs": total / lp if lp else None,
+           "wall_seconds": float(doc.get("wall_seconds", 0))}
+    return Outcome(row, coflows, jobs, tasks)
+
+
+# ------------------------------------------------------------------------------ workload
+def _canon(d: dict) -> str:
+    return json.dumps(d, sort_keys=True)
+
+
+@lru_cache(maxsize=32)
+def build_workload(workload: str, fabric: str):
+    """The run's workload (cached per process; workloads are immutable)."""
+    w, f = json.loads(workload), json.loads(fabric)
+    if "kind" in w:
+        from emulate.io.generators import generate
+        return generate(w["kind"], seed=w["seed"], ports=f["ports"], cores=f["cores"],
+                        rate_bps=f["rate_bps"], params=w["params"])
+    from emulate.io.traces import read_workload
+    opts = dict(w["options"])
+    if f["ports"] is not None:
+        opts["hosts"] = f["ports"]
+    wl = read_workload(w["file"], cores=f["cores"], rate_bps=f["rate_bps"], **opts)
+    return wl
+
+
+@lru_cache(maxsize=64)
+def bound_of(workload: str, fabric: str, name: str, policy: str) -> float | None:
+    """The LP lower bound ``name`` of the run's workload (``auto``: what ``coflowemu
+    run`` reports for it; None where that is none)."""
+    w = build_workload(workload, fabric)
+    joint = hasattr(w, "machines")
+    if name in ("flow", "coflow", "single"):
+        if joint:
+            raise ValueError(f"bound {name!r} is a coflow LP; this is a joint workload "
+                             f"(bounds lp1, lp2, lp3, moldable, cls)")
+        from controller.lp.coflow import solve_coflow_lp, solve_flow_lp
+        m = 1 if name == "single" else w.fabric.cores
+        solve = solve_flow_lp if name == "flow" else solve_coflow_lp
+        return solve(w.arrays, m, w.fabric.rate_bps).value
+    if name == "auto" and not joint:
+        from controller.lp.bound import lp_bound_for
+        return lp_bound_for(w)
+    if not joint:
+        raise ValueError(f"bound {name!r} bounds joint workloads; this one has coflows only "
+                         f"(bounds flow, coflow, single, auto)")
+    if name == "auto":
+        from controller.jobmodel import DEFAULT_MODEL
+        name = {"moldable": "moldable", "msjo": "cls"}.get(w.model)
+        if name is None:
+            if w.model != DEFAULT_MODEL or sum(len(s.tasks) for s in w.stages) > AUTO_MAX_TASKS:
+                return None
+            from controller.compute import get_compute_policy
+            from controller.policyspec import split_policy
+            name = get_compute_policy(split_policy(policy).compute).lower_bound
+    if name == "moldable":
+        from controller.jobmodels.moldable import moldable_instance
+        from controller.moldable.bounds import minsum_lp
+        return minsum_lp(moldable_instance(w)).value
+    if name == "cls":
+        from controller.jobmodels.msjo import msjo_cluster
+        from controller.msjo.lp import solve_cls_lp
+        return solve_cls_lp(msjo_cluster(w)[0].arrays).value
+    from controller.jobs import compute_lower_bound
+    return compute_lower_bound(w, name).value
+
+
+@contextmanager
+def _machine_lock(engine: str):
+    """Emulations hold the machine's emulation lock (one Mininet per machine)."""
+    if engine == "sim":
+        yield
+        return
+    with open(MININET_LOCK, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _one_line(e: BaseException) -> str:
+    msg = " ".join(str(e).split()) or type(e).__name__
+    return f"{type(e).__name__}: {msg}"

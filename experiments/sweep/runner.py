@@ -1,0 +1,231 @@
+"""The sweep runner: every run of a spec as a task on Dask distributed.
+
+:func:`run_sweep` expands a spec (:mod:`experiments.sweep.spec`), skips the runs already
+recorded in the store (same key: same parameters and code version), submits the others
+to a Dask cluster -- a ``LocalCluster`` of one single-threaded worker process per core
+on 127.0.0.1 by default, or an existing scheduler (``scheduler="tcp://host:8786"``) --
+and writes each run's rows as soon as it completes (:mod:`experiments.sweep.store`:
+atomically, one file per run and table). The client writes: workers need no shared
+file system, only the same code (and the workload files, at the same paths).
+
+* **Emulation runs** (``engine = "mininet"``) need root and one Mininet per machine: they
+  ask for the worker resource ``mininet=1`` (local workers have it; on a cluster, start
+  one worker per machine with ``--resources mininet=1``) and hold the machine's
+  emulation lock while they run (:mod:`experiments.sweep.execute`). A sweep with
+  emulation runs and no root, or no worker offering the resource, is refused before
+  anything runs.
+* **Failures**: a run that raises is recorded with its error; a run whose worker dies
+  (Dask's ``KilledWorker`` after the scheduler's allowed failures) is recorded as
+  failed too. Neither stops the sweep.
+* **Reproducibility**: local workers run with ``PYTHONHASHSEED=0`` (:data:`HASH_SEED`),
+  so a run's result does not depend on the worker that ran it.
+* **Interruptions**: Ctrl-C or a lost scheduler stop the sweep; what was written is
+  complete, nothing else is, and re-running the spec continues where it stopped.
+
+A progress bar (tqdm, on stderr) shows runs done / failed / remaining and the time left.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from experiments.sweep.spec import Spec
+from experiments.sweep.store import recorded, remove_partial, write_outcome
+
+
+#: the string-hash seed of the local workers: a run's result must not depend on the
+#: worker that ran it, and some policies' tie-breaking follows set/dict order of strings
+#: (SynchPack-2 gives different schedules under different PYTHONHASHSEED values); start
+#: a cluster's workers with the same ``PYTHONHASHSEED=0``
+HASH_SEED = "0"
+
+
+class SweepError(RuntimeError):
+    """A sweep that cannot start (no root for emulation runs, no scheduler) or that lost
+    its scheduler; ``setup`` errors exit with 2."""
+
+    def __init__(self, message: str, *, setup: bool = True):
+        super().__init__(message)
+        self.setup = setup
+
+
+@dataclass
+class SweepReport:
+    """What one invocation did: runs in the spec, skipped (already recorded), done,
+    failed (label, error) and the wall time."""
+
+    sweep: str
+    out: str
+    total: int
+    skipped: int = 0
+    done: int = 0
+    failed: list = field(default_factory=list)
+    seconds: float = 0.0
+    workers: int = 0
+
+    def to_json(self) -> dict:
+        return {"sweep": self.sweep, "out": self.out, "runs": self.total,
+                "skipped": self.skipped, "done": self.done,
+                "failed": [{"label": lb, "run_key": k, "error": e}
+                           for lb, k, e in self.failed],
+                "seconds": self.seconds, "workers": self.workers}
+
+    def format(self) -> str:
+        lines = [f"sweep {self.sweep}: {self.total} runs, {self.skipped} already recorded, "
+                 f"{self.done} done, {len(self.failed)} failed "
+                 f"({self.seconds:.1f} s on {self.workers} worker(s)); results in {self.out}"]
+        for label, key, err in self.failed:
+            lines.append(f"  failed {key} {label}: {err}")
+        return "\n".join(lines)
+
+
+def run_sweep(spec: Spec, out: str, *, scheduler: str | None = None,
+              workers: int | None = None, progress: bool = True,
+              retry_failed: bool = False) -> SweepReport:
+    """Run every run of ``spec`` not yet recorded in ``out``; the report.
+
+    Parameters
+    ----------
+    spec : Spec
+    out : str
+        The results store (a folder; created).
+    scheduler : str, optional
+        Address of a running Dask scheduler; default: a LocalCluster on 127.0.0.1.
+    workers : int, optional
+        LocalCluster worker processes (default: one per core).
+    retry_failed : bool
+        Also run again the runs recorded as failed.
+
+    Raises
+    ------
+    SweepError
+        Emulation runs without root or without a worker offering ``mininet``; the
+        scheduler lost mid-way (``setup=False``).
+    KeyboardInterrupt
+        Ctrl-C: the runs written so far are complete.
+    """
+    from experiments.sweep.execute import failed
+    t0 = time.perf_counter()
+    runs = spec.runs()
+    have = recorded(out, spec.name)
+    todo = [r for r in runs if r.key not in have or (retry_failed and have[r.key] != "ok")]
+    report = SweepReport(spec.name, out, len(runs), skipped=len(runs) - len(todo))
+    emulated = [r for r in todo if r.engine != "sim"]
+    if emulated and os.geteuid() != 0:
+        raise SweepError(f"{len(emulated)} run(s) use the {emulated[0].engine} engine, which "
+                         f"needs root: run the sweep as root (sudo), or drop "
+                         f"{emulated[0].engine!r} from the spec's engines")
+    os.makedirs(out, exist_ok=True)
+    remove_partial(out, spec.name)
+    if not todo:
+        report.seconds = time.perf_counter() - t0
+        return report
+    with _client(scheduler, workers) as client:
+        info = client.scheduler_info()["workers"]
+        report.workers = len(info)
+        can_emulate = any(w.get("resources", {}).get("mininet") for w in info.values())
+        if emulated and not can_emulate:
+            raise SweepError("no worker of the cluster offers the resource mininet=1 that "
+                             "emulation runs need: start one worker per machine with "
+                             "`dask worker ADDRESS --resources mininet=1`")
+        _submit_and_collect(client, spec, out, todo, report, progress, failed)
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _submit_and_collect(client, spec, out, todo, report, progress, failed):
+    from distributed import as_completed
+    from distributed.client import FutureCancelledError
+    from distributed.scheduler import KilledWorker
+    from tqdm import tqdm
+
+    from experiments.sweep.execute import execute
+    futures, submitted = {}, []
+    for r in todo:
+        res = {"mininet": 1} if r.engine != "sim" else None
+        f = client.submit(execute, r, key=f"run-{spec.name}-{r.key}", pure=False,
+                          resources=res)
+        futures[f.key] = r
+        submitted.append(f)
+    bar = tqdm(total=len(todo), unit="run", file=sys.stderr, disable=not progress,
+               desc=spec.name, dynamic_ncols=True)
+    try:
+        for fut in as_completed(submitted):
+            r = futures[fut.key]
+            try:
+                outcome = fut.result()
+            except KilledWorker as e:
+                outcome = failed(r, f"worker died running it: {e}")
+            except (FutureCancelledError, OSError) as e:
+                why = " ".join(f"{type(e).__name__}: {e}".split())
+                raise SweepError(f"lost the Dask scheduler ({why}); "
+                                 f"the runs written so far are complete: run the sweep "
+                                 f"again to continue", setup=False) from None
+            except Exception as e:  # noqa: BLE001 - e.g. the run could not be unpickled
+                outcome = failed(r, f"{type(e).__name__}: {e}")
+            write_outcome(out, spec.name, outcome)
+            if outcome.run["status"] == "ok":
+                report.done += 1
+            else:
+                report.failed.append((r.label, r.key, outcome.run["error"]))
+            bar.set_postfix(done=report.done, failed=len(report.failed),
+                            remaining=len(todo) - report.done - len(report.failed),
+                            refresh=False)
+            bar.update(1)
+    finally:
+        bar.close()
+
+
+@contextmanager
+def _client(scheduler: str | None, workers: int | None):
+    """A Dask client of an existing scheduler, or of a LocalCluster on 127.0.0.1 (one
+    single-threaded worker process per core, each offering ``mininet=1``)."""
+    # the client's own logs (reconnection attempts with tracebacks) are not for users:
+    # what went wrong reaches them as one SweepError line. Left silenced: the client's
+    # event loop thread still logs while and after it closes. (Importing distributed
+    # sets its loggers' levels: import it first.)
+    import distributed  # noqa: F401
+    for name in ("distributed", "distributed.client"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    with _connected(scheduler, workers) as client:
+        yield client
+
+
+@contextmanager
+def _connected(scheduler: str | None, workers: int | None):
+    import dask
+    from distributed import Client, LocalCluster
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="10s")
+        except (OSError, TimeoutError) as e:
+            raise SweepError(f"cannot reach the Dask scheduler {scheduler}: "
+                             f"{' '.join(str(e).split())}") from None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    n = workers or os.cpu_count() or 1
+    environ = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}),
+               "PYTHONHASHSEED": HASH_SEED}
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1,
+                          "distributed.nanny.pre-spawn-environ": environ,
+                          # not daemonic: an emulation run starts processes of its own
+                          "distributed.worker.daemon": False}):
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                               host="127.0.0.1", dashboard_address=None,
+                               silence_logs=logging.CRITICAL,
+                               resources={"mininet": 1})
+        try:
+            client = Client(cluster)
+            try:
+                yield client
+            finally:
+                client.close()
+        finally:
+            cluster.close()
