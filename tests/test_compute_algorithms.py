@@ -12,6 +12,8 @@
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -188,3 +190,18 @@ def test_ratios_on_a_google_like_workload():
     assert verify(w, s2, preemptive=False, migration=False) <= 24 * lp2(w).value
     s1 = synchpack1.schedule(w, eps=0.25)
     assert verify(w, s1, preemptive=True, migration=True) <= 6 * 1.25 * lp1(w, 0.25).value
+
+
+def test_synchpack2_does_not_depend_on_the_string_hash_seed():
+    """SynchPack-2's matching once iterated over sets of string-labelled nodes: its
+    schedule changed with PYTHONHASHSEED (a sweep's workers disagreed)."""
+    import subprocess
+    import sys
+    code = ("from controller.compute import get_compute_policy\n"
+            "from controller.compute.generators import packing_paper\n"
+            "w = packing_paper(30, 6, seed=1)\n"
+            "print(get_compute_policy('synchpack-2').schedule(w).weighted_completion)\n")
+    out = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, env={**os.environ, "PYTHONHASHSEED": str(s)}
+                          ).stdout for s in (0, 1, 2)}
+    assert len(out) == 1, out

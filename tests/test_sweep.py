@@ -232,7 +232,7 @@ def test_a_separate_scheduler_and_two_workers_give_identical_results(local, tmp_
                 [os.path.join(BIN, "dask"), "worker", f"tcp://127.0.0.1:{port}", "--host",
                  "127.0.0.1", "--nthreads", "1", "--no-nanny", "--no-dashboard"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONHASHSEED": "0"}))
+                stdin=subprocess.DEVNULL))
         from distributed import Client
         with Client(f"tcp://127.0.0.1:{port}", timeout="30s") as c:
             c.wait_for_workers(2, timeout=60)

@@ -147,23 +147,27 @@ def map_to_machine_intervals(a: ComputeArrays, xbar: TaskFractions,
                 e_c.append(c)
                 e_w.append(put)
     import networkx as nx  # here: listing the policies need not import it
+    # integer nodes (task k is k, copy j is n + j): networkx's matching iterates over sets
+    # of nodes, and string labels would make it depend on PYTHONHASHSEED
     g = nx.Graph()
-    tasks = [("t", k) for k in range(n)]
-    g.add_nodes_from(tasks, bipartite=0)
+    g.add_nodes_from(range(n), bipartite=0)
+    copies: dict[tuple, int] = {}
     for tk, m, ll, c, w in zip(e_t, e_i, e_l, e_c, e_w):
         if w > 0:
-            g.add_edge(("t", tk), ("c", m, ll, c), weight=w)
-    match = nx.bipartite.hopcroft_karp_matching(g, top_nodes=tasks)
+            node = copies.setdefault((m, ll, c), n + len(copies))
+            g.add_edge(tk, node, weight=w)
+    copy_of = {node: key for key, node in copies.items()}
+    match = nx.bipartite.hopcroft_karp_matching(g, top_nodes=range(n))
     machine = np.full(n, -1, dtype=np.int64)
     block = np.full(n, -1, dtype=np.int64)
     mw = np.zeros(n)
     for k in range(n):
-        node = match.get(("t", k))
+        node = match.get(k)
         if node is None:
             raise RuntimeError(f"task {a.task_ids[k]!r} is not matched: the fractional "
                                f"matching does not saturate it")
-        machine[k], block[k] = node[1], node[2]
-        mw[k] = g.edges[("t", k), node]["weight"]
+        machine[k], block[k] = copy_of[node][:2]
+        mw[k] = g.edges[k, node]["weight"]
     edges = (np.array(e_t, dtype=np.int64), np.array(e_i, dtype=np.int64),
              np.array(e_l, dtype=np.int64), np.array(e_c, dtype=np.int64), np.array(e_w))
     return Mapping(machine, block, edges, copy_weight, mw)

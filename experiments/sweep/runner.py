@@ -17,8 +17,6 @@ file system, only the same code (and the workload files, at the same paths).
 * **Failures**: a run that raises is recorded with its error; a run whose worker dies
   (Dask's ``KilledWorker`` after the scheduler's allowed failures) is recorded as
   failed too. Neither stops the sweep.
-* **Reproducibility**: local workers run with ``PYTHONHASHSEED=0`` (:data:`HASH_SEED`),
-  so a run's result does not depend on the worker that ran it.
 * **Interruptions**: Ctrl-C or a lost scheduler stop the sweep; what was written is
   complete, nothing else is, and re-running the spec continues where it stopped.
 
@@ -35,13 +33,6 @@ from dataclasses import dataclass, field
 
 from experiments.sweep.spec import Spec
 from experiments.sweep.store import recorded, remove_partial, write_outcome
-
-
-#: the string-hash seed of the local workers: a run's result must not depend on the
-#: worker that ran it, and some policies' tie-breaking follows set/dict order of strings
-#: (SynchPack-2 gives different schedules under different PYTHONHASHSEED values); start
-#: a cluster's workers with the same ``PYTHONHASHSEED=0``
-HASH_SEED = "0"
 
 
 class SweepError(RuntimeError):
@@ -211,10 +202,7 @@ def _connected(scheduler: str | None, workers: int | None):
             client.close()
         return
     n = workers or os.cpu_count() or 1
-    environ = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}),
-               "PYTHONHASHSEED": HASH_SEED}
     with dask.config.set({"distributed.scheduler.allowed-failures": 1,
-                          "distributed.nanny.pre-spawn-environ": environ,
                           # not daemonic: an emulation run starts processes of its own
                           "distributed.worker.daemon": False}):
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
