@@ -338,8 +338,10 @@ def other_user_switch_fault(run: Run) -> dict:
         return {"ok": False, "why": "no apply"}
     path = os.path.join(controller_dir(run.run_dir), "of.sock")
     run.t_fault = time.time()
+    # the system's Python: another account may not be able to read the project's venv
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
     probe = subprocess.run(
-        [sys.executable, "-I", "-c", "import socket, sys\n"
+        [python, "-I", "-c", "import socket, sys\n"
          "s = socket.socket(socket.AF_UNIX)\n"
          "try:\n    s.connect(sys.argv[1])\nexcept PermissionError:\n    sys.exit(13)\n"
          "print('connected')", path],
