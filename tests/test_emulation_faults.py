@@ -151,9 +151,10 @@ def test_a_lost_agent_fails_the_run_fast_naming_its_host_and_keeps_what_finished
         when["t"] = time.time()
         os.kill(agent_pid(run_dir, 3), sig)
 
-    when_coflow_done("quick", hit)
+    when_coflow_done("quick", hit, timeout=180.0)
     with pytest.raises(EmulationError) as err:
         run_mininet(two_coflows(), "fifo")
+    assert "t" in when, f"the run failed before the fault: {err.value}"
     failed_after = time.time() - when["t"]
     assert "host 3" in str(err.value)
     assert failed_after < 15.0            # a stopped agent hung the run for 109 s
