@@ -21,10 +21,16 @@ derandomized so every run tries the same inputs. Targets: 0 tracebacks, 0 hangs,
 fault campaign of the emulation (``benchmarks/faults.py``) returns rows of its own that
 :func:`print_table` prints in the same table.
 
+As root it then runs the fault campaign of the emulation (``benchmarks/faults.py``:
+signals at build and mid-run, agents killed and stopped, the controller killed, fake
+switches, bad API traffic, a deaf watcher; ``--quick-faults`` for CI's part, ``--no-faults``
+to skip it) and prints its table under the inputs' one; the exit status is 1 if either
+misses a target.
+
 Run::
 
-    .venv/bin/python benchmarks/reliability.py [--n 300] [--timeout 60] [--memory-mb 4096]
-                                              [--workers 2] [--json]
+    sudo .venv/bin/python benchmarks/reliability.py [--n 300] [--timeout 60]
+        [--memory-mb 4096] [--workers 2] [--quick-faults | --no-faults] [--json]
 """
 from __future__ import annotations
 
@@ -174,14 +180,31 @@ def main() -> None:
     ap.add_argument("--memory-mb", type=int, default=4096, help="RLIMIT_AS per input")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--quick-faults", action="store_true",
+                       help="only CI's part of the fault campaign")
+    which.add_argument("--no-faults", action="store_true",
+                       help="skip the fault campaign (it needs root)")
     args = ap.parse_args()
     rows = input_campaign(args.n, timeout=args.timeout, memory_mb=args.memory_mb,
                           workers=args.workers)
+    bad = rows[-1]["tracebacks"] + rows[-1]["hangs"] + rows[-1]["memory kills"]
+    fault_rows = []
+    if not args.no_faults and os.geteuid() == 0:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import faults
+        fault_rows = faults.fault_campaign(args.quick_faults)
+        bad += sum(r["runs"] - r["ended_cleanly"] + r["records_lost"] + r["takeovers"]
+                   + r["leftovers_after_clean"] for r in fault_rows)
+    elif not args.no_faults:
+        print("reliability: the fault campaign needs root; inputs only", file=sys.stderr)
     if args.json:
-        print(json.dumps(rows))
+        print(json.dumps({"inputs": rows, "faults": fault_rows}))
     else:
         print_table(rows)
-    bad = rows[-1]["tracebacks"] + rows[-1]["hangs"] + rows[-1]["memory kills"]
+        if fault_rows:
+            print()
+            print(faults.table(fault_rows))
     sys.exit(1 if bad else 0)
 
 
