@@ -55,8 +55,8 @@ DEFAULT_COUNTERPART = ("PD", "MADD")
 RATE = "1MiBps"   # one MiB per second per port: the reference's time unit is a second
 MIB = 2 ** 20
 #: mean CCTs (s) on this instance before the speed work of issue #18 (commit 9a47054)
-BEFORE = {"sebf": 5901.29, "sincronia": 5597.84, "fifo": None, "scf": None, "fair": None,
-          "aalo": None}
+BEFORE = {"sebf": 5901.29, "sincronia": 5597.84, "fifo": 145220.23, "scf": 12122.09,
+          "fair": 37125.61, "aalo": 10402.37}
 
 
 def write_reference_input(workload, path: str) -> None:
