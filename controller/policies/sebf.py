@@ -108,10 +108,11 @@ class Sebf(Policy):
         return plan
 
     def _offline_plan(self, state: State) -> Plan:
-        """The reference's allocation, kept until its next event (coflow completions
-        and releases in between do not change it)."""
+        """The reference's allocation, kept until its next event (a coflow completing
+        in between does not change it). The reference releases everything at 0; a
+        coflow that becomes ready later is an event here."""
         kept = self._kept
-        if kept is not None and state.time < kept.horizon:
+        if kept is not None and state.event == "completion" and state.time < kept.horizon:
             return kept
         a = state.arrays
         idx = index_for(self, a)
