@@ -7,8 +7,10 @@ original. An exact simulator should take about ``k`` times as long and as much m
 the script prints, per policy and ``k``, whole ``coflowemu run --json`` processes (one
 each, run one at a time): the process's wall time and user CPU, the simulator's own
 ``wall_seconds``, the peak resident memory of the process (``ru_maxrss`` of the child,
-from ``os.wait4``), time and memory per flow, and each figure's growth against ``k = 1``
-in the same run divided by ``k`` (1.00 = linear; above 1, superlinear).
+from ``os.wait4``), time and memory per flow, and the growth of the simulation's wall
+time, of the process's user CPU and of its peak memory against ``k = 1`` in the same
+run, divided by ``k`` (1.00 = linear; above 1, superlinear). On a shared machine the user
+CPU is the steadier of the two times.
 
 ``--cores 2,4`` runs the same on parallel cores (each copy's ports keep ``m`` cores).
 
@@ -73,7 +75,7 @@ def run(trace: str, policy: str, cores: int) -> dict:
         raise SystemExit(f"{' '.join(cmd)} failed (exit {os.waitstatus_to_exitcode(status)})")
     doc = json.loads(out)
     return {"wall": wall, "user": ru.ru_utime, "rss": ru.ru_maxrss * 1024.0,
-            "sim": doc["wall_seconds"], "flows": None,
+            "sim": doc["wall_seconds"],
             "cct": sum(c["cct"] for c in doc["coflows"]) / len(doc["coflows"])}
 
 
@@ -101,7 +103,8 @@ def main() -> None:
                   f"each, same run; growth = (figure at k / figure at 1) / k", flush=True)
             print(f"{'policy':<10}{'k':>3}{'flows':>10}{'wall s':>8}{'user s':>8}"
                   f"{'sim s':>8}{'peak MB':>9}{'B/flow':>8}{'us/flow':>8}"
-                  f"{'growth sim':>11}{'growth mem':>11}{'mean CCT':>10}", flush=True)
+                  f"{'growth sim':>11}{'growth cpu':>11}{'growth mem':>11}{'mean CCT':>10}",
+                  flush=True)
             for p in args.policies.split(","):
                 base = None
                 for k in tiles:
@@ -111,6 +114,7 @@ def main() -> None:
                     print(f"{p:<10}{k:>3}{n:>10}{r['wall']:8.1f}{r['user']:8.1f}"
                           f"{r['sim']:8.1f}{r['rss'] / 2**20:9.0f}{r['rss'] / n:8.0f}"
                           f"{1e6 * r['sim'] / n:8.2f}{r['sim'] / base['sim'] / k:11.2f}"
+                          f"{r['user'] / base['user'] / k:11.2f}"
                           f"{r['rss'] / base['rss'] / k:11.2f}{r['cct']:10.2f}", flush=True)
 
 
