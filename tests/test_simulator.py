@@ -14,6 +14,7 @@ Times: ``rate_bps = 8`` makes one byte take one second at full rate.
 from __future__ import annotations
 
 import inspect
+import os
 import multiprocessing
 from fractions import Fraction
 
@@ -689,3 +690,111 @@ def test_simulator_equals_exact_reference_engine_with_empty_coflows(case):
     r = simulate(w, FixedOrder(order, cores), segments=True)
     verify(w, r)
     assert close(r.coflow_completion, [float(x) for x in ck])
+
+
+# --------------------------------------------------------------------------- kept pair lists
+@settings(max_examples=150, **SETTINGS)
+@given(w=workloads(heterogeneous=False, max_flows=6, coflows=(2, 8)),
+       name=st.sampled_from(["fifo", "scf", "lcf", "sincronia", "aalo"]))
+def test_kept_pair_lists_give_the_rescan_completions_with_releases_at_zero(w, name):
+    """With every release at 0 and no DAG a static order re-plans at each completion with
+    the same order less the finished coflow: the engine keeps its pair lists."""
+    w = Workload(w.fabric, tuple(Coflow(c.id, c.flows, release=0.0, weight=c.weight)
+                                 for c in w.coflows))
+    same_run(w, lambda: get_policy(name))
+
+
+def test_a_static_order_builds_its_pair_lists_once_with_releases_at_zero(monkeypatch):
+    import emulate.sim.flowsim as flowsim
+    calls = []
+    real = flowsim.pair_lists
+    monkeypatch.setattr(flowsim, "pair_lists", lambda *a: calls.append(1) or real(*a))
+    w = w_of([Coflow(f"c{k}", (Flow(k % 3, (k + 1) % 3, 1.0 + k), Flow(0, 2, 2.0)))
+              for k in range(6)], ports=3)
+    r = simulate(w, get_policy("fifo"))
+    assert r.extra["policy_calls"] == 6 and len(calls) == 1
+    assert close(r.coflow_completion,
+                 Simulator(w, get_policy("fifo"), incremental=False).run().coflow_completion)
+
+
+# --------------------------------------------------------------------------- sincronia-offline
+def test_sebf_sincronia_offline_allocation_on_a_hand_computed_schedule():
+    """Order A (bottleneck 3) then B (5). At 0: A's MADD gives 0->0 1/3 and 1->1 1; B
+    needs input 1, full: skipped, and its share needs input 1 too: nothing; work
+    conservation tops 0->0 up to 1, so it ends at 1, and ports 0 then idle until the next
+    event, A's bottleneck 3 (Varys would re-allocate at 1; nothing else can use them
+    here). At 3: B alone, 5 bytes at 1: done at 8."""
+    w = w_of([Coflow("A", (Flow(0, 0, 1.0), Flow(1, 1, 3.0))),
+              Coflow("B", (Flow(1, 0, 5.0),))], ports=2)
+    pol = get_policy("sebf", allocation="sincronia-offline")
+    r = Simulator(w, pol, segments=True).run()
+    verify(w, r)
+    assert close(r.flow_completion, [1.0, 3.0, 8.0])
+    assert close(r.coflow_completion, [3.0, 8.0])
+    assert close(pol.event_times, [0.0, 3.0, 8.0])
+    assert close(pol.reference_completions(r.coflow_completion), [3.0, 8.0])
+
+
+def test_sebf_sincronia_offline_skips_a_coflow_whose_port_is_full():
+    """B (0->1, 1 byte, bottleneck 1) first, then A (0->0 2, 1->1 4: bottleneck 4). At 0
+    B takes input 0 and output 1; A is skipped (its input 0 is full) and neither of its
+    flows has both ports free for the skipped share or for work conservation: it waits.
+    At 1 (B's bottleneck): A's MADD, 0->0 at 1/2 and 1->1 at 1, and work conservation
+    tops 0->0 up to 1: it ends at 3, and A at 1 + 4 = 5, the next event."""
+    w = w_of([Coflow("A", (Flow(0, 0, 2.0), Flow(1, 1, 4.0))),
+              Coflow("B", (Flow(0, 1, 1.0),))], ports=2)
+    pol = get_policy("sebf", allocation="sincronia-offline")
+    r = Simulator(w, pol, segments=True).run()
+    verify(w, r)
+    assert close(r.coflow_completion, [5.0, 1.0])
+    assert close(r.flow_completion, [3.0, 5.0, 1.0])
+    assert close(pol.event_times, [0.0, 1.0, 5.0])
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(w=workloads(heterogeneous=False, cores=(1, 1), max_flows=6))
+def test_sebf_sincronia_offline_schedules_pass_the_verifier(w):
+    verify(w, Simulator(w, get_policy("sebf", allocation="sincronia-offline"),
+                        segments=True).run())
+
+
+def test_sebf_refuses_an_unknown_allocation_and_sincronia_offline_on_several_cores():
+    with pytest.raises(PolicyError, match="allocation"):
+        get_policy("sebf", allocation="greedy")
+    w = w_of([Coflow("a", (Flow(0, 1, 1.0),))], cores=2)
+    with pytest.raises(PolicyError, match="one core"):
+        simulate(w, get_policy("sebf", allocation="sincronia-offline"))
+
+
+REFERENCE = os.environ.get("SINCRONIA_OFFLINESIM", "/tmp/sincronia/offlinesim/offlinesim")
+
+
+@pytest.mark.skipif(not os.access(REFERENCE, os.X_OK),
+                    reason="Sincronia's offlinesim not built (README: Benchmarks)")
+@pytest.mark.parametrize("seed", range(4))
+def test_sebf_sincronia_offline_reproduces_the_reference_simulator(seed, tmp_path):
+    """Random one-switch instances in whole MiB at 1 MiB/s (the reference's unit): the
+    reference's per-coflow completions, to its printed precision (6 digits)."""
+    import subprocess
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+    from sim_reference import write_reference_input
+    rng = np.random.default_rng(seed)
+    P = 8
+    cfs = []
+    for k in range(25):
+        pairs = {(int(rng.integers(P)), int(rng.integers(P)))
+                 for _ in range(int(rng.integers(1, 8)))}
+        cfs.append(Coflow(str(k + 1), tuple(Flow(s, d, float(rng.integers(1, 40)) * 2**20)
+                                            for s, d in sorted(pairs))))
+    w = Workload(Fabric(ports=P, cores=1, rate_bps=8.0 * 2**20), tuple(cfs))
+    write_reference_input(w, str(tmp_path / "in.txt"))
+    subprocess.run([REFERENCE, str(tmp_path / "in.txt"), str(tmp_path / "out.log"), "SEBF",
+                    "MADD"], check=True, stdout=subprocess.DEVNULL, cwd=tmp_path)
+    rows = [r.split() for r in (tmp_path / "out.log").read_text().splitlines()[:-1]]
+    ref = np.zeros(len(cfs))
+    for r in rows:
+        ref[int(r[0]) - 1] = float(r[4])
+    pol = get_policy("sebf", allocation="sincronia-offline")
+    ours = pol.reference_completions(simulate(w, pol).coflow_completion)
+    assert np.allclose(ours, ref, rtol=1e-5, atol=1e-3), (ours, ref)

@@ -21,6 +21,11 @@ reports (a coflow becomes ready, a coflow completes):
    regardless of their MADD rate (``Plan.backfill``; Varys backfills in arrival order, the
    only difference).
 
+``allocation="sincronia-offline"`` is instead the allocation of Sincronia's offline
+simulator, to compare with its published figures (:mod:`controller.policies.offline_madd`:
+one SEBF order at time 0, MADD without re-allocation at flow completions, rates fixed
+until the earliest MADD completion; one core).
+
 The plan is a ``"priority"`` plan whose rate caps are the MADD rates; the order and the
 caps change at coflow arrivals and departures (as in Varys), and the engine re-applies them
 at every flow completion, so the capacity of a flow that finishes before its coflow is
@@ -37,9 +42,13 @@ from __future__ import annotations
 import numpy as np
 
 from controller.plan import Plan, State
-from controller.policies.base import Policy, register
+from controller.policies.base import Policy, PolicyError, register
+from controller.policies.offline_madd import BW_EPS, SIZE_EPS_BYTES, offline_madd
 from controller.policies.portload import (FlowIndex, index_for, madd_caps, ordered_plan,
                                          tie_groups)
+
+#: ``Sebf(allocation=...)``: Varys's (the default) or Sincronia's offline simulator's
+ALLOCATIONS = ("varys", "sincronia-offline")
 
 
 def effective_bottleneck(state: State, coflows: np.ndarray, index=None) -> np.ndarray:
@@ -58,7 +67,35 @@ class Sebf(Policy):
     name = "sebf"
     summary = "Varys: smallest effective bottleneck first + MADD rates + backfill (SIGCOMM'14)"
 
+    def __init__(self, allocation: str = "varys", **options):
+        super().__init__(**options)
+        if allocation not in ALLOCATIONS:
+            raise PolicyError(f"sebf: allocation must be one of {ALLOCATIONS}, got "
+                              f"{allocation!r}")
+        self.allocation = allocation
+
+    def start(self, workload) -> None:
+        super().start(workload)
+        if self.allocation == "varys":
+            return
+        fab = workload.fabric
+        if fab.cores != 1:
+            raise PolicyError("sebf: allocation='sincronia-offline' simulates one switch "
+                              f"(one core); the fabric has {fab.cores}")
+        a = workload.arrays
+        idx = index_for(self, a)
+        every = np.arange(a.n_coflows)
+        flows, bounds = idx.gather(every, np.ones(a.n_flows, dtype=np.bool_))
+        gamma = idx.bottleneck(flows, bounds, a.size, core_rates=fab.rates)
+        self.static_order = every[np.lexsort((every, tie_groups(gamma)))]
+        self._dead = np.zeros(a.n_flows, dtype=np.bool_)
+        self._kept: Plan | None = None
+        #: the reference's event times (each allocation's start, and the last one's end)
+        self.event_times: list[float] = []
+
     def plan(self, state: State) -> Plan:
+        if self.allocation != "varys":
+            return self._offline_plan(state)
         a = state.arrays
         rates = state.workload.fabric.rates
         idx = index_for(self, a)
@@ -69,3 +106,39 @@ class Sebf(Policy):
         group = np.repeat(np.arange(len(order)), np.diff(bounds))
         plan.rate_cap = madd_caps(a, flows, group, plan.core, state.remaining, rates)
         return plan
+
+    def _offline_plan(self, state: State) -> Plan:
+        """The reference's allocation, kept until its next event (a coflow completing
+        in between does not change it). The reference releases everything at 0; a
+        coflow that becomes ready later is an event here."""
+        kept = self._kept
+        if kept is not None and state.event == "completion" and state.time < kept.horizon:
+            return kept
+        a = state.arrays
+        idx = index_for(self, a)
+        live = state.ready[self.static_order] & ~state.done[self.static_order]
+        order = self.static_order[live]
+        flows, bounds = idx.gather(order, state.eligible)
+        port = state.workload.fabric.rate_bps / 8.0
+        rate, dt = offline_madd(flows, bounds, a.src, a.dst,
+                                np.asarray(state.remaining, dtype=np.float64), port,
+                                a.ports, self._dead, SIZE_EPS_BYTES, BW_EPS)
+        plan, _, _ = ordered_plan(state, idx, order, backfill=False)
+        cap = np.zeros(a.n_flows)
+        cap[flows] = rate * 8.0
+        plan.rate_cap = cap
+        plan.rates_fixed = True
+        plan.horizon = state.time + dt
+        if self.event_times and self.event_times[-1] >= state.time:
+            self.event_times.pop()   # the last allocation's end: this one's start
+        self.event_times += [state.time, plan.horizon]
+        self._kept = plan
+        return plan
+
+    def reference_completions(self, completion: np.ndarray) -> np.ndarray:
+        """``completion`` (per coflow, exact) as the reference records it: at the first
+        of its events at or after the last byte (``allocation="sincronia-offline"``)."""
+        ev = np.asarray(self.event_times)
+        ev = ev[np.isfinite(ev)]
+        i = np.searchsorted(ev, np.asarray(completion) * (1 - 1e-9), side="left")
+        return np.where(i < len(ev), ev[np.minimum(i, len(ev) - 1)], completion)

@@ -181,6 +181,33 @@ def _run(t, stop_time, order, pos, src, dst, coflow, size, core, cap, fair, back
 
 
 @numba.njit(cache=True)
+def _count_live(order, done):
+    """How many flows of ``order`` are not done."""
+    n = 0
+    for f in order:
+        if not done[f]:
+            n += 1
+    return n
+
+
+@numba.njit(cache=True)
+def _same_cores(order, done, core, new_core):
+    """Whether every flow of ``order`` not done has the same core in both."""
+    for f in order:
+        if not done[f] and core[f] != new_core[f]:
+            return False
+    return True
+
+
+@numba.njit(cache=True)
+def _drop_done(order, done, eligible):
+    """The flows of ``order`` that are done are no longer eligible."""
+    for f in order:
+        if done[f]:
+            eligible[f] = False
+
+
+@numba.njit(cache=True)
 def _sort_pair_flows(pptr, pflow, key):
     """Sort each pair's positions ``pflow[pptr[e]:pptr[e+1]]`` by ``key`` (stable)."""
     for e in range(pptr.shape[0] - 1):
@@ -454,6 +481,10 @@ class Simulator:
         self._pair_map = None  # scratch of emulate.sim.matching.pair_lists
         self._pos = np.full(nf, -1, dtype=np.int64)  # position of each flow in the order
         self._order = np.zeros(0, dtype=np.int64)  # the current plan's order
+        # the matching's pair lists kept for the next plan when it serves the same
+        # coflows in the same order (see _same_order): (coflow order, cores, pairs)
+        self._kept = None
+        self._fit = None  # first_pass of the order _caps_fit last checked
         self._no_cap = None
         self._cap = None  # bytes/s caps of the current order's flows (others stale)
         if start_point is not None:
@@ -524,7 +555,14 @@ class Simulator:
         plan = self.policy.plan(st)
         self.policy_calls += 1
         plan.validate(st)
-        order = np.ascontiguousarray(plan.flow_order(st), dtype=np.int64)
+        matching = (plan.sharing == "priority" and plan.rate_cap is None
+                    and self.incremental and not plan.rates_fixed)
+        kept = self._same_order(plan) if matching else None
+        if kept is None:
+            self._kept = None
+            order = np.ascontiguousarray(plan.flow_order(st), dtype=np.int64)
+        else:
+            order = self._order  # done flows stay in it, behind their pairs' heads
         has_cap = False
         if plan.rate_cap is None:
             if self._no_cap is None:
@@ -545,17 +583,18 @@ class Simulator:
         # positions in the order; rates carry over between calls only for flows still
         # in it (only flows of the previous order can be sending)
         pos = self._pos
-        prev = self._order
-        running = prev[self.rate[prev] > 0]
-        pos[prev] = -1
-        pos[order] = np.arange(len(order))
-        self._order = order
-        self._close_segments(np.sort(running[pos[running] < 0]))
+        if kept is None:
+            prev = self._order
+            running = prev[self.rate[prev] > 0]
+            pos[prev] = -1
+            pos[order] = np.arange(len(order))
+            self._order = order
+            self._close_segments(np.sort(running[pos[running] < 0]))
         has_limit = bool(np.isfinite(limit).any())
         before = int(life.done.sum())
-        if (plan.sharing == "priority" and not has_cap and self.incremental
-                and not plan.rates_fixed):
-            reason = self._advance_matching(stop, order, pos, core, limit, has_limit)
+        if matching:
+            reason = self._advance_matching(stop, order, pos, core, limit, has_limit,
+                                            plan, kept)
         elif (plan.sharing == "fair" and not has_cap and not has_limit and self.incremental
               and not plan.rates_fixed):
             reason = self._advance_fair(stop, order, core)
@@ -565,7 +604,7 @@ class Simulator:
         else:
             reason = self._advance_scan(stop, order, pos, core, cap, plan, has_cap, limit,
                                         has_limit)
-        life.eligible[order[self.done[order]]] = False
+        _drop_done(order, self.done, life.eligible)
         if reason == _STUCK:
             stuck = [self.workload.coflows[k].id for k in np.flatnonzero(~life.done)][:5]
             raise PlanError(
@@ -613,15 +652,48 @@ class Simulator:
         self._grow_segments()
         return True
 
-    def _advance_matching(self, stop, order, pos, core, limit, has_limit) -> int:
+    def _same_order(self, plan):
+        """The kept pair lists if ``plan`` (a matching plan) serves exactly the flows of
+        the last matching plan that are not done, in the same order, on the same cores;
+        else None.
+
+        Then the flow order is the last one without its done flows, and the pair lists
+        the matching left (each pair's head is its first flow not done, each port's pairs
+        sorted by head) are those ``pair_lists`` would build for it: the engine keeps
+        them instead of rebuilding both in O(flows). With releases at 0 this holds at
+        nearly every completion under static orders (fifo, scf, ...) and often under
+        sincronia's BSSI."""
+        kept = self._kept
+        if kept is None or plan.coflow_order is None:
+            return None
+        co, core, pairs = kept
+        life = self.lifecycle
+        new = np.asarray(plan.coflow_order)
+        old = co[~life.done[co]]
+        if old.shape != new.shape or not np.array_equal(old, new):
+            return None
+        order = self._order
+        if np.count_nonzero(life.eligible) != _count_live(order, self.done):
+            return None   # coflows became ready: their flows join the order
+        if (self.arrays.cores > 1 and core is not plan.core  # one core: all 0 (validated)
+                and not _same_cores(order, self.done, core, plan.core)):
+            return None
+        return pairs
+
+    def _advance_matching(self, stop, order, pos, core, limit, has_limit, plan,
+                          kept) -> int:
         """Priority without caps: the incremental greedy matching (emulate.sim.matching)."""
         a = self.arrays
         life = self.lifecycle
         nport = a.cores * a.ports
-        pairs = self._pairs(order, core)
+        pairs = kept if kept is not None else self._pairs(order, core)
+        if plan.coflow_order is not None:
+            keep_core = core if core is plan.core and not core.flags.writeable else core.copy()
+            self._kept = (np.array(plan.coflow_order, dtype=np.int64), keep_core, pairs)
         owner = np.full(2 * nport, -1, dtype=np.int64)
         while True:
-            prev_running = np.sort(order[self.rate[order] > 0])
+            # (every sending flow is in the order: step stopped the others)
+            prev_running = np.flatnonzero(self.rate > 0)
             t, reason, self.n_seg, ev = run_matching(
                 self.t, stop, order, pos, a.src, a.dst, a.coflow, a.size, core,
                 self.core_cap, self.rem, self.rate, self.done, self.pinned,
@@ -657,15 +729,22 @@ class Simulator:
     def _caps_fit(self, order, core, cap) -> bool:
         """Whether the plan's caps fit the links (see emulate.sim.capped)."""
         a = self.arrays
-        return bool(first_pass(order, a.src, a.dst, core, cap, self.core_cap, a.ports)[2])
+        c, R, fits = first_pass(order, a.src, a.dst, core, cap, self.core_cap, a.ports)
+        self._fit = (c, R) if fits else None  # _advance_capped starts from it
+        return bool(fits)
 
     def _advance_capped(self, stop, order, core, cap, backfill) -> int:
         """Priority with caps that fit: the first pass fixed, the backfill repaired."""
         a = self.arrays
         life = self.lifecycle
+        fit, self._fit = self._fit, None
         while True:
             live = order[~self.done[order]]
-            c, R, _ = first_pass(live, a.src, a.dst, core, cap, self.core_cap, a.ports)
+            if fit is not None and len(live) == len(order):  # _caps_fit's, of this order
+                c, R = fit
+            else:
+                c, R, _ = first_pass(live, a.src, a.dst, core, cap, self.core_cap, a.ports)
+            fit = None
             pairs = self._pairs(live, core)
             t, reason, self.n_seg, ev = run_capped(
                 self.t, stop, live, a.src, a.dst, a.coflow, a.size, core, c, R, backfill,

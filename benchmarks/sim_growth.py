@@ -1,0 +1,122 @@
+"""How the simulator's time and memory grow with the trace: FB2010 tiled k times.
+
+FB2010 tiled ``k`` times is ``k`` copies of the trace on disjoint ports (copy ``i`` uses
+ports ``150 i .. 150 i + 149``), with the same arrivals: ``k`` times the flows (706,397
+per copy; 4x: 2.8M, 10x: 7.1M) on ``k`` times the ports, each copy as loaded as the
+original. An exact simulator should take about ``k`` times as long and as much memory;
+the script prints, per policy and ``k``, whole ``coflowemu run --json`` processes (one
+each, run one at a time): the process's wall time and user CPU, the simulator's own
+``wall_seconds``, the peak resident memory of the process (``ru_maxrss`` of the child,
+from ``os.wait4``), time and memory per flow, and the growth of the simulation's wall
+time, of the process's user CPU and of its peak memory against ``k = 1`` in the same
+run, divided by ``k`` (1.00 = linear; above 1, superlinear). On a shared machine the user
+CPU is the steadier of the two times.
+
+``--cores 2,4`` runs the same on parallel cores (each copy's ports keep ``m`` cores).
+
+Usage: ``python benchmarks/sim_growth.py [--trace PATH] [--tiles 1,4,10]
+[--policies sebf,sincronia,fifo,fair] [--cores 1]``
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_TRACE = os.path.join(HERE, "..", "..", "shared", "traces", "FB2010-1Hr-150-0.txt")
+COFLOWEMU = os.path.join(os.path.dirname(sys.executable), "coflowemu")
+
+
+def tile_trace(path: str, k: int, out: str) -> int:
+    """Write ``path`` (FB benchmark format) tiled ``k`` times to ``out``; returns the
+    number of coflows. Copies keep the arrivals; lines stay sorted by arrival."""
+    with open(path) as fh:
+        lines = fh.read().splitlines()
+    ports, n = (int(x) for x in lines[0].split())
+    rows = []
+    for raw in lines[1:]:
+        tok = raw.split()
+        if not tok:
+            continue
+        nm = int(tok[2])
+        for i in range(k):
+            off = i * ports
+            mappers = [str(int(p) + off) for p in tok[3:3 + nm]]
+            reducers = []
+            for r in tok[4 + nm:]:
+                port, _, mb = r.partition(":")
+                reducers.append(f"{int(port) + off}:{mb}")
+            rows.append((float(tok[1]), i, " ".join(
+                [f"{tok[0]}-{i}" if k > 1 else tok[0], tok[1], tok[2], *mappers,
+                 tok[3 + nm], *reducers])))
+    rows.sort(key=lambda r: (r[0], r[1]))
+    with open(out, "w") as fh:
+        fh.write(f"{ports * k} {len(rows)}\n")
+        fh.writelines(r[2] + "\n" for r in rows)
+    return len(rows)
+
+
+def run(trace: str, policy: str, cores: int) -> dict:
+    """One whole ``coflowemu run`` process: wall, user CPU, peak RSS (bytes), sim time."""
+    cmd = [COFLOWEMU, "run", trace, "--policy", policy, "--cores", str(cores), "--json",
+           "--no-lp-bound"]
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
+    out = proc.stdout.read()
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed (exit {os.waitstatus_to_exitcode(status)})")
+    doc = json.loads(out)
+    return {"wall": wall, "user": ru.ru_utime, "rss": ru.ru_maxrss * 1024.0,
+            "sim": doc["wall_seconds"],
+            "cct": sum(c["cct"] for c in doc["coflows"]) / len(doc["coflows"])}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trace", default=DEFAULT_TRACE)
+    ap.add_argument("--tiles", default="1,4,10")
+    ap.add_argument("--policies", default="sebf,sincronia,fifo,fair")
+    ap.add_argument("--cores", default="1", help="comma-separated m values")
+    args = ap.parse_args()
+    if not os.path.exists(args.trace):
+        raise SystemExit(f"trace not found: {args.trace} (see README: The Facebook trace)")
+    tiles = [int(x) for x in args.tiles.split(",")]
+    if tiles[0] != 1:
+        tiles.insert(0, 1)
+    from emulate.io.traces import read_fb_trace
+    flows1 = read_fb_trace(args.trace).arrays.n_flows
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {}
+        for k in tiles:
+            paths[k] = os.path.join(tmp, f"tiled-{k}.txt")
+            tile_trace(args.trace, k, paths[k])
+        for m in (int(x) for x in args.cores.split(",")):
+            print(f"\nFB2010 tiled, with its arrivals, {m} core(s); whole processes, one "
+                  f"each, same run; growth = (figure at k / figure at 1) / k", flush=True)
+            print(f"{'policy':<10}{'k':>3}{'flows':>10}{'wall s':>8}{'user s':>8}"
+                  f"{'sim s':>8}{'peak MB':>9}{'B/flow':>8}{'us/flow':>8}"
+                  f"{'growth sim':>11}{'growth cpu':>11}{'growth mem':>11}{'mean CCT':>10}",
+                  flush=True)
+            for p in args.policies.split(","):
+                base = None
+                for k in tiles:
+                    r = run(paths[k], p, m)
+                    base = base or r
+                    n = flows1 * k
+                    print(f"{p:<10}{k:>3}{n:>10}{r['wall']:8.1f}{r['user']:8.1f}"
+                          f"{r['sim']:8.1f}{r['rss'] / 2**20:9.0f}{r['rss'] / n:8.0f}"
+                          f"{1e6 * r['sim'] / n:8.2f}{r['sim'] / base['sim'] / k:11.2f}"
+                          f"{r['user'] / base['user'] / k:11.2f}"
+                          f"{r['rss'] / base['rss'] / k:11.2f}{r['cct']:10.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
