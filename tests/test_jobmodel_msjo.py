@@ -41,12 +41,13 @@ def generated(tmp_path_factory):
     return d
 
 
-def verify(segs: list[dict], w) -> dict:
+def verify(segs: list[dict], w, tol: float = TOL) -> dict:
     """Check msjo task segments; returns task id -> (machine, start, end).
 
     Every task once, in one piece of its length on a machine of the workload, not before
     its release; a machine runs one task at a time; every reduce starts at least the
-    delay after each map of its job ends (``S_v >= S_u + p_u + d_u``)."""
+    delay after each map of its job ends (``S_v >= S_u + p_u + d_u``). ``tol``: the
+    slack of measured times (the emulation's agents' reports)."""
     machines = {m.id for m in w.machines}
     tasks = {t.id: t for s in w.stages for t in s.tasks}
     out, by_machine = {}, defaultdict(list)
@@ -55,21 +56,22 @@ def verify(segs: list[dict], w) -> dict:
         assert d["machine"] in machines
         assert d["task"] not in out, f"{d['task']}: one piece, non-preemptive"
         t = tasks[d["task"]]
-        assert d["end"] - d["start"] == pytest.approx(t.placement[d["machine"]], rel=1e-12)
-        assert d["start"] >= t.release - TOL, f"{t.id}: not before its release"
+        assert d["end"] - d["start"] == pytest.approx(t.placement[d["machine"]], rel=1e-12,
+                                                      abs=tol)
+        assert d["start"] >= t.release - tol, f"{t.id}: not before its release"
         out[d["task"]] = (d["machine"], d["start"], d["end"])
         by_machine[d["machine"]].append((d["start"], d["end"]))
     assert set(out) == set(tasks), "every task runs"
     for iv in by_machine.values():
         iv.sort()
         for (_, e0), (s1, _) in zip(iv, iv[1:]):
-            assert s1 >= e0 - TOL, "a machine runs one task at a time"
+            assert s1 >= e0 - tol, "a machine runs one task at a time"
     stage = {s.id: s for s in w.stages}
     for j in w.jobs:
         mp, rd = (stage[s] for s in j.stages)
         ready = max(out[u.id][2] + u.delay for u in mp.tasks)
         for v in rd.tasks:
-            assert out[v.id][1] >= ready - TOL, f"{v.id}: the shuffle delay"
+            assert out[v.id][1] >= ready - tol, f"{v.id}: the shuffle delay"
     return out
 
 
@@ -252,8 +254,7 @@ def verify_shuffled(doc: dict, segs: list[dict], w, tol: float = TOL) -> dict:
     machine at a time); a job's shuffle opens no earlier than its last map ends and every
     reduce starts no earlier than its shuffle completes. Returns task id -> (machine,
     start, end). ``tol``: the slack of measured times (the emulation's reports)."""
-    tasks = [d for d in segs if "task" in d]
-    got = verify(tasks, w) if tol == TOL else _verify_measured(tasks, w, tol)
+    got = verify([d for d in segs if "task" in d], w, tol)
     cof = {c["id"]: c for c in doc["coflows"]}
     stage = {s.id: s for s in w.stages}
     for j in w.jobs:
@@ -264,23 +265,6 @@ def verify_shuffled(doc: dict, segs: list[dict], w, tol: float = TOL) -> dict:
         for v in rd.tasks:
             assert got[v.id][1] >= done - tol, f"{v.id}: starts after its shuffle"
     return got
-
-
-def _verify_measured(tasks: list[dict], w, tol: float) -> dict:
-    """:func:`verify`'s rules on measured segments: a task's length within ``tol``."""
-    lengths = {t.id: next(iter(t.placement.values())) for s in w.stages for t in s.tasks}
-    out, by_machine = {}, defaultdict(list)
-    for d in tasks:
-        assert d["task"] not in out, f"{d['task']}: one piece, non-preemptive"
-        assert d["end"] - d["start"] == pytest.approx(lengths[d["task"]], abs=tol)
-        out[d["task"]] = (d["machine"], d["start"], d["end"])
-        by_machine[d["machine"]].append((d["start"], d["end"]))
-    assert set(out) == set(lengths), "every task runs"
-    for iv in by_machine.values():
-        iv.sort()
-        for (_, e0), (s1, _) in zip(iv, iv[1:]):
-            assert s1 >= e0 - tol, "a machine runs one task at a time"
-    return out
 
 
 def shuffled_cluster() -> tuple[Cluster, list[float]]:
