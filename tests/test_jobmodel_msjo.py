@@ -388,3 +388,16 @@ def test_bad_shuffled_msjo_input_exits_2_with_one_line(tmp_path, change, bad, me
                 if f'"id": "{bad}"' in x)
     assert lines[0].startswith(f"coflowemu: error: {p}:{line}: "), lines[0]
     assert message in lines[0]
+
+
+@pytest.mark.parametrize("param, message", [
+    ("shuffle_bytes=-1", "--param shuffle_bytes=-1.0: must be >= 0"),
+    ("length_scale=0", "--param length_scale=0.0: must be > 0"),
+    ("mean_maps=0", "--param mean_maps=0.0: must be > 0"),
+])
+def test_bad_msjo_generator_parameters_exit_2_with_one_line(tmp_path, param, message):
+    out = coflowemu("generate", "--kind", "msjo", "--ports", 4, "-p", param,
+                    "--out", tmp_path / "w.json")
+    assert out.returncode == 2 and out.stdout == ""
+    assert len(out.stderr.strip().splitlines()) == 1 and message in out.stderr, out.stderr
+    assert not (tmp_path / "w.json").exists()
