@@ -306,7 +306,7 @@ def test_fast_cls_lp_is_the_same_lp_as_the_plain_loop(c):
     """The HUWF chain seed and the spread cuts change how CLS-LPP is reached, not what it
     is: same value, optimal, no subset of the pool violated at the returned times."""
     a = c.arrays
-    fast, plain = solve_cls_lp(a), solve_cls_lp(a, fast=False)
+    fast, plain = solve_cls_lp(a, fast=True), solve_cls_lp(a, fast=False)
     assert fast.status == plain.status == "optimal"
     assert fast.value == pytest.approx(plain.value, rel=1e-7)
     assert fast.details.max_violation <= 1e-7
@@ -319,7 +319,7 @@ def test_fast_cls_lp_is_the_same_lp_as_the_plain_loop(c):
 
 def test_fast_cls_lp_needs_fewer_rounds_on_a_generated_pool():
     a = synthetic(12, machines=20, seed=4).arrays
-    fast, plain = solve_cls_lp(a), solve_cls_lp(a, fast=False)
+    fast, plain = solve_cls_lp(a, fast=True), solve_cls_lp(a, fast=False)
     assert fast.value == pytest.approx(plain.value, rel=1e-7)
     assert fast.rounds < plain.rounds
 
