@@ -14,7 +14,17 @@ level). Sections:
   per-task weights, 10 machines: our choice, the paper's is lost): T-MarS, H-MARES,
   STF, HTWF;
 * ``semionline``: SO-MarS with batch intervals of 50 s and 100 s against the offline
-  MARES, HUWF, HJWF (which know every job in advance), 50 jobs.
+  MARES, HUWF, HJWF (which know every job in advance), 50 jobs;
+* ``emulation`` (only with ``--engine``; ``mininet`` needs root): small random-scenario
+  workloads on 8 hosts x 2 cores x 10 Mbit/s (the fabric the emulation carries), written
+  by ``coflowemu generate --kind msjo``: jobs whose **shuffle is a real coflow** under
+  MarS / MARES / HJWF / HUWF with a network policy (``mars+sebf``, ``mars+lp-coflow``,
+  ``mars+fair``, ...), and jobs with **shuffle delays** (no coflows; the network half of
+  ``mars+fair`` idles) whose delays the emulated hosts' agents and the controller keep.
+  Each pair runs in the joint simulator and on the engine; the table gives ``sum w_j
+  C_j`` on both and the per-job error ``|T_engine / T_sim - 1|`` (``T`` = completion -
+  release), median and max over jobs, as ``experiments.mapreduce`` does.
+  :func:`run_one` runs one (workload, policy, engine) and returns its record.
 
 Every row is written to ``<out>/msjo.json`` as soon as it is computed
 (:func:`emulate.io.records.atomic_write`), the tables to ``<out>/msjo.md`` and stdout.
@@ -23,6 +33,8 @@ Run::
 
     .venv/bin/python -m experiments.msjo            # the full run (see docs/msjo.md)
     .venv/bin/python -m experiments.msjo --quick    # a smoke run in seconds
+    flock /tmp/coflowemu-mininet.lock .venv/bin/python -m experiments.msjo \
+        --only emulation --engine mininet --out results/msjo-emulation   # root, ~12 min
 
 References
 ----------
@@ -39,6 +51,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from controller.msjo import get_policy
+from emulate.engines import EngineError, engines, get_engine
 from controller.msjo.generators import perturb, synthetic
 from controller.msjo.lp import solve_cls_lp, solve_task_lp
 from controller.msjo.schedule import retime, verify
@@ -71,10 +84,21 @@ class Config:
     intervals: tuple = (50.0, 100.0)
     so_jobs: int = 50
     out: str = "results/msjo"
+    # emulation section: workloads of `coflowemu generate --kind msjo` on 8 x 2 x 10 Mbit/s
+    engine: str | None = None
+    emu_seeds: tuple = (0, 1)
+    emu_params: tuple = (("scenario", "random"), ("n_jobs", 4), ("mean_maps", 5.0),
+                         ("length_scale", 0.2))
+    emu_shuffle_bytes: float = 1e6
+    emu_delay_factor: float = 0.2
+    emu_pairs: tuple = ("mars+sebf", "mars+lp-coflow", "mars+fair", "mares+sebf",
+                        "hjwf+sebf", "huwf+sebf")
+    emu_delay_pairs: tuple = ("mars+fair", "mares+fair", "hjwf+fair")
 
 
 QUICK = Config(jobs=(10, 20), seeds=(0,), big=100, error_jobs=10, tasks=(100,), so_jobs=10,
-               errors=(0.0, 1.0))
+               errors=(0.0, 1.0), emu_seeds=(0,), emu_pairs=("mars+sebf", "hjwf+fair"),
+               emu_delay_pairs=("mars+fair",))
 
 
 class Log:
@@ -149,6 +173,92 @@ def semionline_sweep(log, cfg, say):
         say(f"semionline seed={seed}")
 
 
+def emulation_workload(cfg: Config, seed: int, shuffled: bool):
+    """The emulation section's workload: ``coflowemu generate --kind msjo --ports 8
+    --cores 2 --rate 10e6 --seed S -p ...`` with ``shuffle_bytes`` (shuffle coflows) or
+    ``delay_factor`` (shuffle delays)."""
+    from emulate.io.generators import generate
+    params = dict(cfg.emu_params)
+    if shuffled:
+        params["shuffle_bytes"] = cfg.emu_shuffle_bytes
+    else:
+        params["delay_factor"] = cfg.emu_delay_factor
+    return generate("msjo", seed=seed, ports=8, cores=2, rate_bps=10e6, params=params)
+
+
+def run_one(w, policy: str, engine: str = "sim", *, sim=None) -> dict:
+    """Run joint msjo workload ``w`` under ``policy`` (``compute+network``) on ``engine``
+    and return its record: ``sum w_j C_j``, makespan, the per-job times; on an engine other
+    than the simulator also the simulator's (``sim``, a
+    :class:`~emulate.sim.jobsim.JointResult` of the same pair, run here if None) and the
+    per-job error ``|T_engine / T_sim - 1|`` (``T`` = completion - release): median, max,
+    every job's."""
+    t0 = time.perf_counter()
+    r = get_engine(engine).run(w, policy)
+    row = {"workload": w.name, "policy": policy, "engine": engine, "jobs": len(w.jobs),
+           "tasks": w.compute.arrays.n_tasks, "coflows": len(w.coflows),
+           "weighted_completion": r.total_weighted_job_completion, "makespan": r.makespan,
+           "job_times": (r.job_completion - r.job_release).tolist(),
+           "seconds": time.perf_counter() - t0}
+    if w.coflows:
+        row["mean_shuffle_cct"] = float(np.mean(r.network.coflow_completion -
+                                                r.network.workload.arrays.release))
+    if engine != "sim":
+        sim = sim if sim is not None else get_engine("sim").run(w, policy)
+        err = np.abs((r.job_completion - r.job_release) /
+                     (sim.job_completion - sim.job_release) - 1)
+        row.update(sim_weighted_completion=sim.total_weighted_job_completion,
+                   job_error_median=float(np.median(err)), job_error_max=float(err.max()),
+                   job_errors=err.tolist(), emulation=r.extra.get("emulation"))
+    return row
+
+
+def emulation_sweep(log, cfg, say):
+    for shuffled, pairs in ((True, cfg.emu_pairs), (False, cfg.emu_delay_pairs)):
+        for seed in cfg.emu_seeds:
+            w = emulation_workload(cfg, seed, shuffled)
+            for pair in pairs:
+                x = "shuffle coflows" if shuffled else "delays"
+                try:
+                    row = run_one(w, pair, cfg.engine)
+                except EngineError as e:     # recorded; the sweep goes on
+                    log.add(section="emulation", x=x, seed=seed, workload=w.name,
+                            policy=pair, engine=cfg.engine, error=str(e).splitlines()[0])
+                    say(f"emulation {w.name} {pair} on {cfg.engine}: failed: "
+                        f"{log.rows[-1]['error']}")
+                    continue
+                log.add(section="emulation", x=x, seed=seed, **row)
+                err = (f", per-job error median {row['job_error_median']:.1%} max "
+                       f"{row['job_error_max']:.1%}" if "job_error_max" in row else "")
+                say(f"emulation {w.name} {pair} on {cfg.engine}: sum wC "
+                    f"{row['weighted_completion']:.1f}{err}")
+
+
+def emulation_table(rows) -> str:
+    sel = [r for r in rows if r["section"] == "emulation" and "error" not in r]
+    failed = [r for r in rows if r["section"] == "emulation" and "error" in r]
+    if not sel:
+        return ""
+    eng = sel[0]["engine"]
+    out = [f"### emulation: MSJO workloads on {eng}, 8 hosts x 2 cores x 10 Mbit/s\n",
+           "Per pair: sum w_j C_j in the joint simulator and on the engine (mean over "
+           "seeds), per-job |T_engine / T_sim - 1| median and max (worst seed).\n",
+           "| shuffle | pair | sum wC sim | sum wC " + eng + " | job error median | max |",
+           "|---|---|---|---|---|---|"]
+    for kind in ("shuffle coflows", "delays"):
+        for pair in dict.fromkeys(r["policy"] for r in sel if r["x"] == kind):
+            v = [r for r in sel if r["x"] == kind and r["policy"] == pair]
+            simc = np.mean([r.get("sim_weighted_completion", r["weighted_completion"])
+                            for r in v])
+            errs = (f"{max(r['job_error_median'] for r in v):.1%} | "
+                    f"{max(r['job_error_max'] for r in v):.1%}"
+                    if "job_error_max" in v[0] else " | ")
+            out.append(f"| {kind} | {pair} | {simc:.1f} | "
+                       f"{np.mean([r['weighted_completion'] for r in v]):.1f} | {errs} |")
+    out += [f"\nFailed run: {r['workload']} {r['policy']}: {r['error']}" for r in failed]
+    return "\n".join(out) + "\n"
+
+
 SECTIONS = {
     "jobs": ("ratio to CLS-LPP, random scenario, 50 machines", "jobs", JOB_POLICIES),
     "uniform": ("ratio to CLS-LPP, uniform scenario, 50 machines", "jobs", JOB_POLICIES),
@@ -159,6 +269,7 @@ SECTIONS = {
     "tasks": ("task level: ratio to the task LP (10 machines)", "tasks", TASK_POLICIES),
     "semionline": ("SO-MarS vs offline baselines, ratio to CLS-LPP", "interval (s)",
                    ("so-mars", "mares", "huwf", "hjwf")),
+    "emulation": ("the msjo job model on an engine beside the joint simulator", "", ()),
 }
 
 
@@ -167,6 +278,9 @@ def tables(rows) -> str:
     for sec, (title, xname, pols) in SECTIONS.items():
         sel = [r for r in rows if r["section"] == sec]
         if not sel:
+            continue
+        if sec == "emulation":
+            out.append(emulation_table(rows))
             continue
         xs = sorted({r["x"] for r in sel})
         out.append(f"### {sec}: {title}\n\nPaper: {PAPER[sec]}\n")
@@ -187,16 +301,22 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="a smoke run in seconds")
     ap.add_argument("--out", default=None)
     ap.add_argument("--only", nargs="*", choices=list(SECTIONS), default=None)
+    ap.add_argument("--engine", choices=tuple(engines()), default=None,
+                    help="run the emulation section on this engine (mininet: root)")
     args = ap.parse_args(argv)
     cfg = QUICK if args.quick else Config()
     if args.out:
         cfg.out = args.out
+    cfg.engine = args.engine
     os.makedirs(cfg.out, exist_ok=True)
     log = Log(os.path.join(cfg.out, "msjo.json"), {"config": asdict(cfg),
                                                    "quick": args.quick})
     t0 = time.perf_counter()
     say = lambda m: print(f"[{time.perf_counter() - t0:7.1f}s] {m}", flush=True)
-    only = set(args.only or SECTIONS)
+    only = set(args.only or (set(SECTIONS) - ({"emulation"} if cfg.engine is None else
+                                             set())))
+    if "emulation" in only and cfg.engine is None:
+        ap.error("--only emulation needs --engine (sim or mininet)")
     if "jobs" in only:
         job_sweep(log, cfg, "jobs", "random", 50, say)
     if "uniform" in only:
@@ -209,6 +329,8 @@ def main(argv=None):
         task_sweep(log, cfg, say)
     if "semionline" in only:
         semionline_sweep(log, cfg, say)
+    if "emulation" in only:
+        emulation_sweep(log, cfg, say)
     text = tables(log.rows)
     atomic_write(os.path.join(cfg.out, "msjo.md"), text)
     print(text)

@@ -41,12 +41,13 @@ def generated(tmp_path_factory):
     return d
 
 
-def verify(segs: list[dict], w) -> dict:
+def verify(segs: list[dict], w, tol: float = TOL) -> dict:
     """Check msjo task segments; returns task id -> (machine, start, end).
 
     Every task once, in one piece of its length on a machine of the workload, not before
     its release; a machine runs one task at a time; every reduce starts at least the
-    delay after each map of its job ends (``S_v >= S_u + p_u + d_u``)."""
+    delay after each map of its job ends (``S_v >= S_u + p_u + d_u``). ``tol``: the
+    slack of measured times (the emulation's agents' reports)."""
     machines = {m.id for m in w.machines}
     tasks = {t.id: t for s in w.stages for t in s.tasks}
     out, by_machine = {}, defaultdict(list)
@@ -55,21 +56,22 @@ def verify(segs: list[dict], w) -> dict:
         assert d["machine"] in machines
         assert d["task"] not in out, f"{d['task']}: one piece, non-preemptive"
         t = tasks[d["task"]]
-        assert d["end"] - d["start"] == pytest.approx(t.placement[d["machine"]], rel=1e-12)
-        assert d["start"] >= t.release - TOL, f"{t.id}: not before its release"
+        assert d["end"] - d["start"] == pytest.approx(t.placement[d["machine"]], rel=1e-12,
+                                                      abs=tol)
+        assert d["start"] >= t.release - tol, f"{t.id}: not before its release"
         out[d["task"]] = (d["machine"], d["start"], d["end"])
         by_machine[d["machine"]].append((d["start"], d["end"]))
     assert set(out) == set(tasks), "every task runs"
     for iv in by_machine.values():
         iv.sort()
         for (_, e0), (s1, _) in zip(iv, iv[1:]):
-            assert s1 >= e0 - TOL, "a machine runs one task at a time"
+            assert s1 >= e0 - tol, "a machine runs one task at a time"
     stage = {s.id: s for s in w.stages}
     for j in w.jobs:
         mp, rd = (stage[s] for s in j.stages)
         ready = max(out[u.id][2] + u.delay for u in mp.tasks)
         for v in rd.tasks:
-            assert out[v.id][1] >= ready - TOL, f"{v.id}: the shuffle delay"
+            assert out[v.id][1] >= ready - tol, f"{v.id}: the shuffle delay"
     return out
 
 
@@ -243,3 +245,159 @@ def test_the_model_waits_for_every_map_and_the_largest_end_plus_delay():
     assert model.earliest_start(r, end) == 3.5
     end[ids.index("j0.m0")] = 3.2
     assert model.earliest_start(r, end) == pytest.approx(3.7)
+
+
+# ------------------------------------------------------------------ shuffle coflows
+def verify_shuffled(doc: dict, segs: list[dict], w, tol: float = TOL) -> dict:
+    """Check a run of an msjo workload whose shuffles are coflows: the task rules of
+    :func:`verify` (every task once in one piece, not before its release, one task per
+    machine at a time); a job's shuffle opens no earlier than its last map ends and every
+    reduce starts no earlier than its shuffle completes. Returns task id -> (machine,
+    start, end). ``tol``: the slack of measured times (the emulation's reports)."""
+    got = verify([d for d in segs if "task" in d], w, tol)
+    cof = {c["id"]: c for c in doc["coflows"]}
+    stage = {s.id: s for s in w.stages}
+    for j in w.jobs:
+        (mp, rd), (sh,) = (stage[s] for s in j.stages), j.coflows
+        maps_end = max(got[u.id][2] for u in mp.tasks)
+        assert cof[sh]["release"] >= maps_end - tol, f"{sh}: opens after the last map"
+        done = cof[sh]["release"] + cof[sh]["cct"]
+        for v in rd.tasks:
+            assert got[v.id][1] >= done - tol, f"{v.id}: starts after its shuffle"
+    return got
+
+
+def shuffled_cluster() -> tuple[Cluster, list[float]]:
+    """small_cluster without delays, and its maps' output bytes (reduces: 0)."""
+    c = Cluster(2, (Job("j0", (Task(1.0), Task(2.0)), (Task(3.0),), 0.0, 2.0),
+                    Job("j1", (Task(1.0),), (Task(1.0),), 1.0, 1.0)))
+    return c, [4e6, 2e6, 0.0, 1e6, 0.0]
+
+
+@pytest.fixture(scope="module")
+def generated_shuffled(tmp_path_factory):
+    """A generated msjo workload with shuffle coflows: 4 random-scenario jobs (maps ~
+    Poisson(5)), lengths x 0.2, on 8 hosts x 2 cores x 10 Mbit/s."""
+    d = tmp_path_factory.mktemp("msjo-shuffle")
+    out = coflowemu("generate", "--kind", "msjo", "--ports", 8, "--cores", 2, "--rate",
+                    10e6, "--seed", 2, "-p", "n_jobs=4", "-p", "scenario=random",
+                    "-p", "mean_maps=5", "-p", "length_scale=0.2", "-p", "shuffle_bytes=1e6",
+                    "--out", d / "w.json")
+    assert out.returncode == 0, out.stderr
+    return d
+
+
+@pytest.mark.parametrize("policy", ["mars+sebf", "mars+fair", "hjwf+lp-coflow",
+                                    "so-mars+sebf"])
+def test_shuffle_coflows_run_the_schedules_order_as_soon_as_machine_and_shuffle_allow(
+        generated_shuffled, policy):
+    """Through the CLI: the verifier's rules; every task on its machine in the policy's
+    schedule (planned with the estimated delays), each machine in the schedule's order,
+    and a task starts exactly when the machine frees, its release, and (a reduce) its
+    shuffle's completion allow."""
+    doc, w, segs = run_generated(generated_shuffled, policy)
+    got = verify_shuffled(doc, segs, w)
+    compute = policy.split("+")[0]
+    assert doc["compute_policy"] == compute and doc["network_policy"] == policy.split("+")[1]
+    model = MSJOModel(w, compute)
+    ids = w.compute.arrays.task_ids
+    cof = {c["id"]: c["release"] + c["cct"] for c in doc["coflows"]}
+    job_of = {t.id: j for j in w.jobs for s in j.stages
+              for t in w.stages[w.stage_index[s]].tasks}
+    rel = {t.id: t.release for s in w.stages for t in s.tasks}
+    for i, seq in enumerate(model.sequence):
+        assert [got[ids[q]][0] for q in seq] == [f"m{i}"] * len(seq)
+        free = 0.0
+        for q in seq:
+            tid = ids[q]
+            ready = max(free, rel[tid])
+            if ".r" in tid:
+                ready = max(ready, cof[job_of[tid].coflows[0]])
+            assert got[tid][1] == pytest.approx(ready, abs=1e-9), tid
+            free = got[tid][2]
+    assert all(c["cct"] > 0 for c in doc["coflows"])       # the network took time
+
+
+def test_the_policy_plans_with_the_estimated_delay_and_the_network_decides_it():
+    c, out = shuffled_cluster()
+    w = joint_from_msjo(c, Fabric(2, 2, 8e6), output_bytes=out)
+    assert w.shuffles == {"j0.shuffle", "j1.shuffle"} and not any(
+        t.delay for s in w.stages for t in s.tasks)
+    cluster, _ = msjo_cluster(w)
+    # 4 MB over 2 x 8 Mbit/s = 2 s as if alone
+    assert cluster.arrays.delay.tolist() == [2.0, 1.0, 0.0, 0.5, 0.0]
+    r = simulate_joint(w, "mars+fair", segments=True)
+    doc = r.to_json()
+    got = verify_shuffled(doc, r.segment_dicts(), w)
+    # j0's maps run on both machines, so half of each map's output crosses the network
+    flows = [d for d in r.segment_dicts() if "coflow" in d]
+    assert {d["coflow"] for d in flows} <= {"j0.shuffle", "j1.shuffle"}
+    assert got["j0.r0"][1] > max(got["j0.m0"][2], got["j0.m1"][2])
+
+
+def test_the_delay_model_and_a_delay_free_shuffle_model_differ_only_where_they_should():
+    """Zero bytes: every shuffle is local or empty and completes as it opens, so reduces
+    start when their maps end and the machine is free."""
+    c, out = shuffled_cluster()
+    w = joint_from_msjo(c, Fabric(2, 1, 1e9), output_bytes=[0.0] * 5)
+    r = simulate_joint(w, "mars+sebf", segments=True)
+    doc = r.to_json()
+    got = verify_shuffled(doc, r.segment_dicts(), w)
+    assert all(x["cct"] == 0 for x in doc["coflows"])
+    assert got["j0.r0"][1] == pytest.approx(max(got["j0.m0"][2], got["j0.m1"][2]))
+
+
+def shuffle_doc(**change) -> dict:
+    """A joint msjo document on 2 machines: one job ``j0`` whose shuffle is a coflow."""
+    doc = msjo_doc([task("a0", output_bytes=1e6)], [task("b0")])
+    doc["coflows"] = [{"id": "j0.s", "shuffle": True}]
+    doc["jobs"][0].update({"coflows": ["j0.s"],
+                           "arcs": [["j0.map", "j0.s"], ["j0.s", "j0.reduce"]]})
+    for k, v in change.items():
+        doc[k] = v
+    return doc
+
+
+@pytest.mark.parametrize("change, bad, message", [
+    ({"stages": [{"id": "j0.map", "tasks": [task("a0", delay=1.0, output_bytes=1e6)]},
+                 {"id": "j0.reduce", "tasks": [task("b0")]}]}, "a0",
+     "delay: task 'a0' of job 'j0': a map whose output goes by the shuffle coflow 'j0.s' "
+     "has no delay"),
+    ({"coflows": [{"id": "j0.s", "flows": []}]}, "j0",
+     "shuffles: job 'j0': coflow 'j0.s' between the map and reduce stages must be a "
+     "shuffle"),
+    ({"stages": [{"id": "j0.map", "tasks": [task("a0")]},
+                 {"id": "j0.reduce", "tasks": [task("b0")]},
+                 {"id": "j1.map", "tasks": [task("c0")]},
+                 {"id": "j1.reduce", "tasks": [task("d0")]}],
+      "jobs": [{"id": "j0", "stages": ["j0.map", "j0.reduce"], "coflows": ["j0.s"],
+                "arcs": [["j0.map", "j0.s"], ["j0.s", "j0.reduce"]]},
+               {"id": "j1", "stages": ["j1.map", "j1.reduce"],
+                "arcs": [["j1.map", "j1.reduce"]]}]}, "j1",
+     "coflows: job 'j1' has no shuffle coflow but job 'j0' has one"),
+])
+def test_bad_shuffled_msjo_input_exits_2_with_one_line(tmp_path, change, bad, message):
+    p = tmp_path / "bad.json"
+    write_lines(p, shuffle_doc(**change))
+    out = coflowemu("run", p, "--policy", "mars+sebf", "--json")
+    assert out.returncode == 2, out.stderr
+    assert out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    line = next(n for n, x in enumerate(p.read_text().splitlines(), 1)
+                if f'"id": "{bad}"' in x)
+    assert lines[0].startswith(f"coflowemu: error: {p}:{line}: "), lines[0]
+    assert message in lines[0]
+
+
+@pytest.mark.parametrize("param, message", [
+    ("shuffle_bytes=-1", "--param shuffle_bytes=-1.0: must be >= 0"),
+    ("length_scale=0", "--param length_scale=0.0: must be > 0"),
+    ("mean_maps=0", "--param mean_maps=0.0: must be > 0"),
+])
+def test_bad_msjo_generator_parameters_exit_2_with_one_line(tmp_path, param, message):
+    out = coflowemu("generate", "--kind", "msjo", "--ports", 4, "-p", param,
+                    "--out", tmp_path / "w.json")
+    assert out.returncode == 2 and out.stdout == ""
+    assert len(out.stderr.strip().splitlines()) == 1 and message in out.stderr, out.stderr
+    assert not (tmp_path / "w.json").exists()

@@ -297,3 +297,59 @@ def test_balanced_assignment_balances_machine_work():
     a = synthetic(5, machines=7, seed=4).arrays
     load = np.bincount(balanced_assignment(a), weights=a.length, minlength=7)
     assert load.max() - load.min() <= a.length.max() + 1e-9
+
+
+# ---------------------------------------------------------------------- fast CLS-LPP
+@settings(max_examples=40, **SETTINGS)
+@given(clusters(max_jobs=4, max_maps=4, max_reduces=3, max_machines=3))
+def test_fast_cls_lp_is_the_same_lp_as_the_plain_loop(c):
+    """The HUWF chain seed and the spread cuts change how CLS-LPP is reached, not what it
+    is: same value, optimal, no subset of the pool violated at the returned times."""
+    a = c.arrays
+    fast, plain = solve_cls_lp(a, fast=True), solve_cls_lp(a, fast=False)
+    assert fast.status == plain.status == "optimal"
+    assert fast.value == pytest.approx(plain.value, rel=1e-7)
+    assert fast.details.max_violation <= 1e-7
+    # (4) for every prefix in K = S + p (m + 1) / 2m order: the most violated subset
+    s = fast.solution.start
+    k = s + a.length * (a.machines + 1) / (2 * a.machines)
+    v, rhs = pgc_violations(a, s, np.lexsort((np.arange(a.n_tasks), k)))
+    assert (v <= 1e-6 * np.maximum(1.0, np.abs(rhs))).all()
+
+
+def test_fast_cls_lp_needs_fewer_rounds_on_a_generated_pool():
+    a = synthetic(12, machines=20, seed=4).arrays
+    fast, plain = solve_cls_lp(a, fast=True), solve_cls_lp(a, fast=False)
+    assert fast.value == pytest.approx(plain.value, rel=1e-7)
+    assert fast.rounds < plain.rounds
+
+
+def test_a_chain_seed_holds_every_prefix_of_its_order_and_spread_cuts_are_violated():
+    """CuttingPlane.seed_chain: after it the LP meets (4) for every prefix of the key order
+    at every port (2 ports here); select_cuts(spread=k) adds up to k violated prefixes per
+    port beside the local maxima."""
+    from controller.lp.separation import CuttingPlane, PortItems, prefix_violations, \
+        select_cuts
+    rng = np.random.default_rng(1)
+    n = 30
+    size = rng.uniform(0.5, 2.0, n)
+    items = PortItems.build(np.arange(n) % 2, np.arange(n), size, size * size, 2)
+    key = rng.permutation(n).astype(float)
+    cp = CuttingPlane(rng.uniform(1, 3, n), np.zeros(n), np.full(n, np.inf), None, items, 2)
+    assert cp.seed_chain(key) == n
+    x = cp.solve()[:n]
+    for port in (0, 1):
+        cols = np.flatnonzero(np.arange(n) % 2 == port)
+        cols = cols[np.argsort(key[cols], kind="stable")]
+        d = size[cols]
+        lhs = np.cumsum(d * x[cols])
+        rhs = (np.cumsum(d) ** 2 + np.cumsum(d * d)) / 4.0
+        assert (lhs >= rhs - 1e-7 * np.maximum(1, rhs)).all()
+    x0 = np.zeros(n)                            # everything violated
+    base = select_cuts(items, x0, 2, cap=2)
+    wide = select_cuts(items, x0, 2, cap=2, spread=5)
+    assert len(base.lengths) <= 4 < len(wide.lengths) <= 4 + 10
+    pv = prefix_violations(items, x0, 2)
+    ends = wide.starts + wide.lengths - 1
+    assert (pv.violation[ends] > 0).all()
+    assert set(zip(base.starts, base.lengths)) <= set(zip(wide.starts, wide.lengths))

@@ -44,6 +44,12 @@ class OfflineModel(JobModel):
         """The schedule's pieces of ``tasks`` (indices in ``workload.compute.arrays``)."""
         raise NotImplementedError
 
+    def pieces_at(self, t: float, tasks: list[int]) -> list[Piece]:
+        """The pieces of ``tasks`` in a plan made at ``t``: the schedule's
+        (:meth:`pieces`); a model that times its schedule's order at run time (the msjo
+        model with shuffle coflows) overrides this."""
+        return self.pieces(tasks)
+
     # ------------------------------------------------------------------ hosts
     def capacity(self, machine: int) -> float:
         return 1.0
@@ -74,8 +80,9 @@ class OfflineModel(JobModel):
 
     # ------------------------------------------------------------------ steps
     def plan(self, t: float, tasks, follow: bool = True) -> tuple[Piece, ...]:
-        """The schedule's pieces of ``tasks`` (it was made offline, at 0)."""
-        pieces = self.pieces(sorted(int(x) for x in tasks))
+        """The schedule's pieces of ``tasks`` (it was made offline, at 0;
+        :meth:`pieces_at`)."""
+        pieces = self.pieces_at(t, sorted(int(x) for x in tasks))
         pieces.sort(key=lambda pc: (pc.start, pc.task, pc.machine))
         if follow:
             self.current = tuple(pieces)

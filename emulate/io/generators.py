@@ -254,10 +254,17 @@ def moldable(seed, *, ports, cores, rate_bps, n_jobs: int = 20, family: str = "h
 
 @kind("msjo")
 def msjo(seed, *, ports, cores, rate_bps, scenario: str = "uniform", n_jobs: int = 10,
-         delay_factor: float = 0.1):
+         delay_factor: float = 0.1, shuffle_bytes: float = 0.0, length_scale: float = 1.0,
+         mean_maps: float = 30.0):
     """Joint workloads of MapReduce server jobs (``"model": "msjo"``): ``n_jobs`` jobs of
-    the MSJO paper's ``uniform`` or ``random`` scenario (Bernoulli arrivals, map tasks
-    with shuffle delay ``delay_factor`` times their length) on ``ports`` machines."""
+    the MSJO paper's ``uniform`` or ``random`` scenario (Bernoulli arrivals; random: maps ~
+    Poisson(``mean_maps``)) on ``ports`` machines, task lengths and arrival slots times
+    ``length_scale``. ``shuffle_bytes`` 0: map tasks with shuffle delay ``delay_factor``
+    times their length; > 0: every job's shuffle is a coflow (no delays) and a map
+    writes ``shuffle_bytes`` x its length / the mean map length (run with
+    ``--policy mars+sebf``)."""
+    import numpy as np
+
     from controller.jobmodels.msjo import joint_from_msjo
     from controller.msjo.generators import SCENARIOS, synthetic
     from topologies.fabric import Fabric
@@ -266,12 +273,23 @@ def msjo(seed, *, ports, cores, rate_bps, scenario: str = "uniform", n_jobs: int
                              f"{', '.join(SCENARIOS)}")
     if n_jobs < 1:
         raise GeneratorError(f"--param n_jobs={n_jobs}: need at least one job")
-    if not delay_factor >= 0:
-        raise GeneratorError(f"--param delay_factor={delay_factor}: must be >= 0")
-    cluster = synthetic(n_jobs, scenario=scenario, machines=ports,
-                        delay_factor=delay_factor, seed=seed)
-    return joint_from_msjo(cluster, Fabric(ports, cores, rate_bps),
-                           name=f"msjo-{scenario}-s{seed}-p{ports}-j{n_jobs}")
+    for name, v, least in (("delay_factor", delay_factor, ">= 0"),
+                           ("shuffle_bytes", shuffle_bytes, ">= 0"),
+                           ("length_scale", length_scale, "> 0"),
+                           ("mean_maps", mean_maps, "> 0")):
+        if not (v >= 0 if least == ">= 0" else v > 0):
+            raise GeneratorError(f"--param {name}={v}: must be {least}")
+    cluster = synthetic(n_jobs, scenario=scenario, machines=ports, delay_factor=delay_factor,
+                        slot=length_scale, mean_maps=mean_maps, seed=seed)
+    if length_scale != 1.0:
+        cluster = cluster.with_lengths(cluster.arrays.length * length_scale)
+    out = None
+    if shuffle_bytes > 0:
+        a = cluster.arrays
+        out = np.where(a.is_map, shuffle_bytes * a.length / a.length[a.is_map].mean(), 0.0)
+    shuffle = "-shuffle" if out is not None else ""
+    return joint_from_msjo(cluster, Fabric(ports, cores, rate_bps), output_bytes=out,
+                           name=f"msjo-{scenario}{shuffle}-s{seed}-p{ports}-j{n_jobs}")
 
 
 @kind("redundancy")
