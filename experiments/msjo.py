@@ -43,7 +43,6 @@ Ling et al., Section 5.1-5.3 (Figs. 7-18); docs/msjo.md has our tables beside th
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -55,7 +54,7 @@ from emulate.engines import EngineError, engines, get_engine
 from controller.msjo.generators import perturb, synthetic
 from controller.msjo.lp import solve_cls_lp, solve_task_lp
 from controller.msjo.schedule import retime, verify
-from emulate.io.records import atomic_write
+from emulate.io.records import RowLog, atomic_write
 
 JOB_POLICIES = ("mars", "mares", "huwf", "hjwf")
 TASK_POLICIES = ("t-mars", "h-mares", "stf", "htwf")
@@ -100,16 +99,6 @@ QUICK = Config(jobs=(10, 20), seeds=(0,), big=100, error_jobs=10, tasks=(100,), 
                errors=(0.0, 1.0), emu_seeds=(0,), emu_pairs=("mars+sebf", "hjwf+fair"),
                emu_delay_pairs=("mars+fair",))
 
-
-class Log:
-    """Rows, rewritten atomically to ``path`` after every append."""
-
-    def __init__(self, path, meta):
-        self.path, self.meta, self.rows = path, meta, []
-
-    def add(self, **row):
-        self.rows.append(row)
-        atomic_write(self.path, json.dumps({"meta": self.meta, "rows": self.rows}, indent=1))
 
 
 def _run(name, a, **kw):
@@ -309,7 +298,7 @@ def main(argv=None):
         cfg.out = args.out
     cfg.engine = args.engine
     os.makedirs(cfg.out, exist_ok=True)
-    log = Log(os.path.join(cfg.out, "msjo.json"), {"config": asdict(cfg),
+    log = RowLog(os.path.join(cfg.out, "msjo.json"), {"config": asdict(cfg),
                                                    "quick": args.quick})
     t0 = time.perf_counter()
     say = lambda m: print(f"[{time.perf_counter() - t0:7.1f}s] {m}", flush=True)

@@ -39,9 +39,7 @@ Shafiee & Ghaderi, Section 7 (Table 1, Figures 2 and 3); algorithms.md 2.8.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -51,6 +49,7 @@ from controller.compute import get_compute_policy
 from controller.compute.generators import packing_paper
 from controller.compute.lp import lp2, lp3
 from controller.compute.model import ComputeWorkload
+from emulate.io.records import RowLog, atomic_write
 
 PREEMPTIVE = ("synchpack-3", "psrs", "tetris-p")
 NONPREEMPTIVE = ("synchpack-2", "jsq-mw", "tetris-np")
@@ -100,30 +99,7 @@ def make_workload(cfg: Config, seed: int, *, alpha: float | None = None, scheme=
                          load=(load or cfg.load) if online else None)
 
 
-class ResultLog:
-    """Rows of results, rewritten atomically to a JSON file after every append."""
-
-    def __init__(self, path: str, meta: dict):
-        self.path = path
-        self.meta = meta
-        self.rows: list[dict] = []
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-
-    def add(self, row: dict):
-        self.rows.append(row)
-        _atomic_write(self.path, json.dumps({"meta": self.meta, "rows": self.rows}, indent=1))
-
-
-def _atomic_write(path: str, text: str):
-    d = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.basename(path))
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-
-
-def _evaluate(log: ResultLog, w: ComputeWorkload, policies, lp_value: float, *, setting: str,
+def _evaluate(log: RowLog, w: ComputeWorkload, policies, lp_value: float, *, setting: str,
               seed: int, scheme: str, alpha: float, online: bool, cfg: Config,
               load: float | None = None):
     tw = w.total_weight
@@ -154,7 +130,7 @@ def _evaluate(log: ResultLog, w: ComputeWorkload, policies, lp_value: float, *, 
 
 def run(cfg: Config, verbose: bool = True) -> tuple[list[dict], str]:
     """Run every comparison; return the rows and the tables (markdown)."""
-    log = ResultLog(os.path.join(cfg.out, "packing.json"), asdict(cfg))
+    log = RowLog(os.path.join(cfg.out, "packing.json"), asdict(cfg))
     t_start = time.perf_counter()
 
     def say(msg):
@@ -186,7 +162,7 @@ def run(cfg: Config, verbose: bool = True) -> tuple[list[dict], str]:
                       alpha=cfg.alpha, online=True, cfg=cfg, load=load)
             say(f"online load sweep seed {seed} load {load}")
     text = tables(log.rows)
-    _atomic_write(os.path.join(cfg.out, "packing.md"), text)
+    atomic_write(os.path.join(cfg.out, "packing.md"), text)
     say(f"done: {os.path.join(cfg.out, 'packing.json')}, {os.path.join(cfg.out, 'packing.md')}")
     return log.rows, text
 

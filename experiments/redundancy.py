@@ -37,7 +37,6 @@ beside their findings.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -46,7 +45,7 @@ import numpy as np
 
 from controller.redundancy import POLICIES, simulate
 from controller.redundancy.generators import paper_instance
-from emulate.io.records import atomic_write
+from emulate.io.records import RowLog, atomic_write
 
 PAPER = {
     "cdf": "lam = 1: with redundancy many more jobs finish within 40 units and the mean "
@@ -77,16 +76,6 @@ class Config:
 QUICK = Config(horizon=2000.0, lams=(1.0, 2.0, 2.5), betas=(0.2, 0.5, 1.0),
                assign_lams=(1.0,))
 
-
-class Log:
-    """Rows, rewritten atomically to ``path`` after every append."""
-
-    def __init__(self, path, meta):
-        self.path, self.meta, self.rows = path, meta, []
-
-    def add(self, **row):
-        self.rows.append(row)
-        atomic_write(self.path, json.dumps({"meta": self.meta, "rows": self.rows}, indent=1))
 
 
 def _instance(cfg, lam):
@@ -241,7 +230,7 @@ def main(argv=None):
         if getattr(args, key) is not None:
             setattr(cfg, key, getattr(args, key))
     os.makedirs(cfg.out, exist_ok=True)
-    log = Log(os.path.join(cfg.out, "redundancy.json"), {"config": asdict(cfg),
+    log = RowLog(os.path.join(cfg.out, "redundancy.json"), {"config": asdict(cfg),
                                                          "quick": args.quick})
     t0 = time.perf_counter()
     say = lambda m: print(f"[{time.perf_counter() - t0:7.1f}s] {m}", flush=True)  # noqa

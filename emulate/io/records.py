@@ -187,18 +187,34 @@ class RunResult:
 
 
 def atomic_write(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old or the new file, never half."""
+    """Write ``text`` to ``path`` so that readers see the old or the new file, never half
+    (with the mode a plain ``open`` gives under the umask, not mkstemp's 0600)."""
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.basename(path))
     try:
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+class RowLog:
+    """An experiment's rows, rewritten atomically to a JSON file ``{"meta", "rows"}`` after
+    every append: an interrupted experiment keeps every row it finished."""
+
+    def __init__(self, path: str, meta: dict):
+        self.path, self.meta, self.rows = path, meta, []
+
+    def add(self, row: dict | None = None, **fields) -> None:
+        self.rows.append({**(row or {}), **fields})
+        atomic_write(self.path, json.dumps({"meta": self.meta, "rows": self.rows}, indent=1))
 
 
 # ---------------------------------------------------------------------- run keys

@@ -90,8 +90,8 @@ def read_json(path: str, *, cores: int | None = None, rate_bps: float | None = N
         raise WorkloadError(f"malformed JSON: {e.msg} (column {e.colno})", source=path,
                             line=e.lineno) from None
     except RecursionError:
-        raise WorkloadError(f"malformed JSON: nested deeper than Python's JSON reader "
-                            f"allows (a workload nests a few levels)", source=path,
+        raise WorkloadError("malformed JSON: nested deeper than Python's JSON reader "
+                            "allows (a workload nests a few levels)", source=path,
                             line=1) from None
     except ValueError as e:     # an integer of more than sys.get_int_max_str_digits()
         raise WorkloadError(f"malformed JSON: {e}", source=path) from None

@@ -36,7 +36,6 @@ when the engine process that started it dies.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import queue
 import signal

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import time
 import traceback
 from contextlib import contextmanager

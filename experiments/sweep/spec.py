@@ -200,8 +200,8 @@ def parse_spec(doc: dict, *, source: str | None = None) -> Spec:
         names.append(pname)
         for k in p:
             if k not in known - {"parts", "description"}:
-                raise err(f"unknown key; a part has name, engines, bounds, workloads, "
-                          f"fabrics, policies", f"parts[{i}].{k}")
+                raise err("unknown key; a part has name, engines, bounds, workloads, "
+                          "fabrics, policies", f"parts[{i}].{k}")
     return Spec(name, source, tuple(
         _part({**{k: v for k, v in doc.items() if k != "parts"}, **p}, p["name"], p,
               f"parts[{i}].", base, err) for i, p in enumerate(parts)))
