@@ -28,7 +28,8 @@ as work). The records are the simulator's (:mod:`controller.jobmodels.redundancy
 job ``arrival``, ``work``, ``completion``, ``flowtime``; copy segments cut at the speed
 change points, their ``work`` integrated from the speed process (and checked against the
 agents' reported progress: ``progress_mismatch``); plus the simulator's prediction for
-the same speed processes and the per-job flowtime error against it (``emulation``).
+the same speed processes and the per-job flowtime error against it
+(:func:`emulate.mininet.redundancy.redundancy_result` makes them from :meth:`result`).
 
 The speed process sent to an agent ends at a horizon well past the simulator's last
 departure (the last rate holds beyond it); the run says if the emulation went past it.
@@ -45,7 +46,7 @@ from controller.redundancy.simulator import Run
 from controller.redundancy.speed import from_points
 from controller.runtime import EmulationRun, RunAborted, RunConfig
 
-__all__ = ["RedundancyEmulationRun", "redundancy_result", "flowtime_error"]
+__all__ = ["RedundancyEmulationRun", "flowtime_error", "speed_horizon"]
 
 ANSWER_TIMEOUT = 5.0
 """Seconds an agent has to answer ``copy_run`` / ``copy_stop`` before the run fails."""
@@ -88,11 +89,11 @@ class RedundancyEmulationRun(EmulationRun):
         self.copies: list[tuple] = []      # (job, copy, machine, start, end, share, progress)
         self.nseg = 0
         self.checkpoints = 0
-        self.late: list[float] = []
         cap = max(N, n) + 1
         self._cj, self._cm = np.empty(cap, np.int64), np.empty(cap, np.int64)
         self._cs = np.empty(cap)
-        self.stats.update({"checkpoint_ms": [], "copy_late_ms": [], "arrival_lag_ms": []})
+        self.stats.update({"checkpoint_ms": [], "copy_late_ms": [], "arrival_lag_ms": [],
+                           "departure_lag_ms": []})
 
     # ------------------------------------------------------------------ hooks
     def register_info(self, host: int) -> dict:
@@ -131,19 +132,19 @@ class RedundancyEmulationRun(EmulationRun):
     def _handle(self, batch, first: bool) -> bool:
         other, event = [], False
         for ev in batch:
-            kind, t_recv, data = ev
+            kind, _, data = ev
             if kind == "arrival":
                 new = (self.arrival <= data) & ~self.arrived
                 self.arrived |= self.arrival <= data
                 if new.any():
                     self.stats["arrival_lag_ms"].append(
-                        (t_recv - self.at_w(data)) * 1e3)
+                        (time.time() - self.at_w(data)) * 1e3)
                     event = True
             elif kind == "copy_done":
                 host, seg, t, progress, late = data
                 if seg in self.live and self.live[seg][2] == host:
-                    self.late.append(late)
                     self.stats["copy_late_ms"].append(late * 1e3)
+                    self.stats["departure_lag_ms"].append((time.time() - t) * 1e3)
                     self._end_copy(seg, t, progress, True)
                     event = True
             elif kind != "release":       # the network run's releases: no coflows here
@@ -240,72 +241,3 @@ def flowtime_error(emulated: np.ndarray, simulated: np.ndarray) -> dict:
     return {"median": float(np.median(np.abs(d))), "max": float(np.max(np.abs(d))),
             "mean": float(np.mean(d)), "median_rel": float(np.median(rel)),
             "max_rel": float(np.max(rel))}
-
-
-def redundancy_result(jw, policy: str, out: dict, wall: float, extra: dict):
-    """The :class:`~emulate.sim.jobsim.JointResult` of an emulated redundancy run (from the
-    controller's ``result()``), with the simulator's records and segment lines, and the
-    per-job flowtime error against the simulator on the same speed processes."""
-    from controller.compute.schedule import ComputeSchedule
-    from emulate.sim.jobsim import joint_result
-    model = RedundancyModel(jw, policy)          # the simulator's run, as on the controller
-    inst, sim = model.instance, model.run
-    red = out["redundancy"]
-    comp = np.array([np.nan if x is None else x for x in red["completion"]], float)
-    c = {k: np.asarray(v) for k, v in red["copies"].items()}
-    order = model.order                          # instance job -> compute task
-    a = jw.compute.arrays
-    tasks = (order[c["job"].astype(np.int64)] if len(c["job"]) else np.zeros(0, np.int64),
-             c["machine"].astype(np.int64), c["start"].astype(float), c["end"].astype(float))
-    sched = ComputeSchedule.from_segments(a, tasks, policy)
-    stage = np.full(len(jw.stages), np.nan)
-    stage[a.task_stage[order]] = comp
-    speed = sim.speed
-    copies = {"job": c["job"].astype(np.int64), "copy": c["copy"].astype(np.int64),
-              "machine": c["machine"].astype(np.int64), "start": c["start"].astype(float),
-              "end": c["end"].astype(float), "share": c["share"].astype(float)}
-    emu = Run(inst, sim.policy, sim.beta, speed, comp, int(red["checkpoints"]),
-              int(np.sum((speed.time > 0) & (speed.time < np.nanmax(comp))))
-              if len(comp) else 0, wall, copies)
-    # the agents' reported progress against the work the speed process gives
-    integ = np.array([sh * speed.work(int(m), s, e) for m, s, e, sh in
-                      zip(copies["machine"], copies["start"], copies["end"],
-                          copies["share"])])
-    mismatch = float(np.max(np.abs(integ - c["progress"]))) if len(integ) else 0.0
-    flow = comp - inst.arrival
-    ids, mids = inst.ids, a.machine_ids
-    jobs = []
-    for j, jid in enumerate(ids):
-        jobs.append({"id": jid, "weight": 1.0, "release": float(inst.arrival[j]),
-                     "arrival": float(inst.arrival[j]), "work": float(inst.work[j]),
-                     "completion": float(comp[j]), "flowtime": float(flow[j]),
-                     "simulated_flowtime": float(sim.flowtime[j])})
-    weights = {j.id: j.weight for j in jw.jobs}
-    for rec in jobs:
-        rec["weight"] = weights.get(rec["id"], 1.0)
-    last = float(np.nanmax(comp)) if len(comp) else 0.0
-    extra = dict(extra)
-    extra.update({
-        "jobs": jobs, "mean_flowtime": float(np.mean(flow)) if len(flow) else 0.0,
-        "total_flowtime": float(np.sum(flow)), "checkpoints": int(red["checkpoints"]),
-        "speed_change_points": emu.crossed,
-        "beta": sim.beta if sim.policy.startswith("laps") else None,
-        "simulator": {"mean_flowtime": sim.mean_flowtime,
-                      "total_flowtime": sim.total_flowtime, "checkpoints": sim.checkpoints},
-        "flowtime_error": flowtime_error(flow, sim.flowtime),
-        "progress_mismatch": mismatch,
-        "past_speed_horizon": bool(last > red["speed_horizon"]),
-    })
-    empty = [[], [], [], []]
-    res = joint_result(jw, policy, sched, stage, empty, [], [], [],
-                       (np.zeros(0, np.int64),) * 2 + (np.zeros(0),) * 3,
-                       engine="mininet", wall=wall, events=int(red["checkpoints"]),
-                       extra=extra)
-    s = emu.segments()
-    segs = [{"job": ids[j], "copy": int(k), "machine": mids[m], "start": float(x),
-             "end": float(y), "share": float(sh), "work": float(w)}
-            for j, k, m, x, y, sh, w in zip(s["job"], s["copy"], s["machine"], s["start"],
-                                            s["end"], s["share"], s["work"])]
-    segs += [dict(d, machine=mids[d["machine"]]) for d in speed.segments(last)]
-    res.task_segments = segs
-    return res

@@ -527,7 +527,7 @@ class MininetRun:
         from controller.compute.schedule import ComputeSchedule
         from emulate.sim.jobsim import joint_result
         if "redundancy" in out:
-            from controller.redundancy.emulation import redundancy_result
+            from emulate.mininet.redundancy import redundancy_result
             return redundancy_result(self.joint, self.policy_name, out, wall,
                                      {"emulation": self._extra(out)})
         jw, j = self.joint, out["joint"]
