@@ -127,3 +127,15 @@ def test_emulated_run_passes_the_verifier_within_its_timing(tmp_path):
     assert err["median"] < 0.05 * doc["simulator"]["mean_flowtime"], err
     assert abs(doc["mean_flowtime"] - doc["simulator"]["mean_flowtime"]) < \
         0.1 * doc["simulator"]["mean_flowtime"], (doc["mean_flowtime"], doc["simulator"])
+
+
+def test_a_bad_policy_is_refused_before_the_emulation_starts(tmp_path):
+    """One error line, exit 2, no Mininet started (no lock needed)."""
+    from emulate.io.traces import joint_to_dict
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps(joint_to_dict(small(horizon=5.0))))
+    out = subprocess.run([CLI, "run", str(w), "--policy", "laps+r:2", "--engine", "mininet",
+                          "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip().splitlines() == [
+        "coflowemu: error: beta of laps+r must be in (0, 1], got '2'"]
