@@ -139,3 +139,13 @@ def test_a_bad_policy_is_refused_before_the_emulation_starts(tmp_path):
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.strip().splitlines() == [
         "coflowemu: error: beta of laps+r must be in (0, 1], got '2'"]
+
+
+def test_a_speed_process_too_long_for_one_agent_message_is_a_workload_error():
+    from controller.model import WorkloadError
+    from controller.redundancy.emulation import agent_speeds
+    jw = redundancy(1, ports=2, cores=1, rate_bps=1e9, machines=2, lam=0.05, horizon=2000.0,
+                    shape=3.0, scale=10.0, ap_length=(0.5, 0.2), up_length=(0.5, 0.05))
+    with pytest.raises(WorkloadError, match="do not fit in one message"):
+        agent_speeds(RedundancyModel(jw, "srpt").run)
+    assert agent_speeds(RedundancyModel(small(horizon=5.0), "srpt").run).n == 6

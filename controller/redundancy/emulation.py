@@ -43,10 +43,10 @@ import numpy as np
 from controller.jobmodels.redundancy import RedundancyModel
 from controller.redundancy.policies import SRPT_ORDER, allocate, parse, policy_code
 from controller.redundancy.simulator import Run
-from controller.redundancy.speed import from_points
+from controller.redundancy.speed import Speed, from_points
 from controller.runtime import EmulationRun, RunAborted, RunConfig
 
-__all__ = ["RedundancyEmulationRun", "flowtime_error", "speed_horizon"]
+__all__ = ["RedundancyEmulationRun", "flowtime_error", "speed_horizon", "agent_speeds"]
 
 ANSWER_TIMEOUT = 5.0
 """Seconds an agent has to answer ``copy_run`` / ``copy_stop`` before the run fails."""
@@ -57,6 +57,35 @@ def speed_horizon(run: Run) -> float:
     departure, plus 100 (the emulation's departures lag the simulator's by its latency)."""
     end = float(np.max(run.completion)) if len(run.completion) else 0.0
     return 3.0 * end + 100.0
+
+
+def agent_speeds(run: Run) -> Speed:
+    """The speed processes the agents get: ``run``'s up to :func:`speed_horizon`.
+
+    Raises
+    ------
+    WorkloadError
+        A machine has too many change points for one message to its agent (the API's
+        :data:`~controller.api.MAX_LINE`): shorten the workload or lengthen the periods.
+    """
+    import json
+
+    from controller.api import MAX_LINE
+    from controller.model import WorkloadError
+    horizon = speed_horizon(run)
+    pts = []
+    for m in range(run.speed.n):
+        t, r = run.speed.points(m)
+        keep = t < horizon
+        pts.append((t[keep], r[keep]))
+        size = len(json.dumps({"speed": [t[keep].tolist(), r[keep].tolist()]}))
+        if size > MAX_LINE - 1024:
+            raise WorkloadError(
+                f"machine {m}: {int(keep.sum())} speed change points up to t={horizon:g} do "
+                f"not fit in one message to its agent ({size} bytes, at most "
+                f"{MAX_LINE - 1024}); emulate a shorter workload or longer speed periods",
+                field="speed")
+    return from_points(pts, peak=run.speed.peak)
 
 
 class RedundancyEmulationRun(EmulationRun):
@@ -74,13 +103,8 @@ class RedundancyEmulationRun(EmulationRun):
         n, N = inst.n_jobs, self.model.run.speed.n
         self.N = N
         self.horizon = speed_horizon(self.model.run)
-        pts = []
-        for m in range(N):
-            t, r = self.model.run.speed.points(m)
-            keep = t < self.horizon
-            pts.append((t[keep], r[keep]))
-        self.speed = from_points(pts, peak=self.model.run.speed.peak)
-        super().__init__(cfg, workload.network, None, switches)
+        self.speed = agent_speeds(self.model.run)
+        super().__init__(cfg, workload.network, policy, switches)
         self.rem = inst.work.astype(np.float64).copy()
         self.arrived = np.zeros(n, dtype=bool)
         self.done = np.zeros(n, dtype=bool)

@@ -239,7 +239,8 @@ class MininetRun:
                 # copies on the agents, decisions in the controller, no data to move
                 # (controller.redundancy.emulation)
                 from controller.jobmodel import get_job_model
-                get_job_model("redundancy")(workload, compute)     # fail early
+                from controller.redundancy.emulation import agent_speeds
+                agent_speeds(get_job_model("redundancy")(workload, compute).run)  # fail early
                 if network_options:
                     raise PolicyError(f"{policy!r} runs no network policy: no network "
                                       f"options")
