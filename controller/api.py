@@ -28,6 +28,10 @@ Controller -> agent
     ``update {flows: [{flow, tos, paused, pace_bps}]}``; ``counters`` (answer
     ``{rx: {flow: bytes}, t}``); ``ping`` (liveness: an agent that answers nothing for
     a few seconds is stopped or hung, and the run fails naming its host); ``stop``.
+Redundancy copies (:mod:`emulate.mininet.copies`)
+    controller -> agent ``copy_run {seg, share, work, t0, scale}`` and ``copy_stop {seg}``
+    (answered with ``{t, progress, finished}``); agent -> controller ``copy_done {seg, t,
+    progress, late}``. A machine's speed process comes with the answer to ``register``.
 
 This module is standard library only: the agents import it.
 """
@@ -60,6 +64,8 @@ AGENT_OPS: dict[str, dict[str, tuple[tuple, bool]]] = {
     "task_started": {"seg": (_INT, True), "t": (_NUM, True)},
     "task_done": {"seg": (_INT, True), "t": (_NUM, True), "ran": (_NUM, True),
                   "stopped": ((bool,), True)},
+    "copy_done": {"seg": (_INT, True), "t": (_NUM, True), "progress": (_NUM, True),
+                  "late": (_NUM, True)},
     "watch": {},
     "ping": {},
 }
@@ -76,6 +82,9 @@ CONTROLLER_OPS: dict[str, dict[str, tuple[tuple, bool]]] = {
     "task_run": {"seg": (_INT, True), "demand": (_NUM, True), "seconds": (_NUM, True),
                  "until": (_NUM, False)},
     "task_stop": {"seg": (_INT, True)},
+    "copy_run": {"seg": (_INT, True), "share": (_NUM, True), "work": (_NUM, True),
+                 "t0": (_NUM, True), "scale": (_NUM, True)},
+    "copy_stop": {"seg": (_INT, True)},
     "ping": {},
     "stop": {},
 }

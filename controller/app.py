@@ -289,7 +289,11 @@ def main(argv=None) -> int:
         with open(os.path.join(run_dir, "policy.pkl"), "rb") as fh:
             policy = pickle.load(fh)
         t = time.perf_counter()
-        if isinstance(policy, dict):
+        if isinstance(policy, dict) and policy.get("network") is None:
+            # the redundancy model: copies on the agents, no network policy
+            from controller.redundancy.emulation import RedundancyEmulationRun
+            run = RedundancyEmulationRun(cfg, workload, policy["compute"])
+        elif isinstance(policy, dict):
             # a joint run: {"compute": name, "network": name, "options": {...}}
             from controller.joint_runtime import JointEmulationRun
             from controller.policies import get_policy

@@ -24,7 +24,10 @@ then serves two roles (three when the host is a machine of a joint workload):
 * **machine**: when the registration answer gives the host a ``capacity``, ``task_run``
   and ``task_stop`` run segments of compute tasks against it (:mod:`emulate.mininet.slots`:
   admission so that the capacity is never exceeded, each segment holding its demand for
-  its duration), reported as ``task_started`` and ``task_done``.
+  its duration), reported as ``task_started`` and ``task_done``; when it gives the host
+  a ``speed`` (the redundancy model), ``copy_run`` and ``copy_stop`` run a job's copies
+  against the machine's varying rate (:mod:`emulate.mininet.copies`), reported as
+  ``copy_done``.
 
 A paused flow stops writing; what is already in its socket (``TCP_NOTSENT_LOWAT`` keeps it
 small) still drains, in the lowest class. Standard library only: startup is fast and the
@@ -46,6 +49,7 @@ import threading
 import time
 
 from controller.api import CONTROLLER_OPS, ApiError, Channel, parse, validate
+from emulate.mininet.copies import Copies, SpeedPath
 from emulate.mininet.slots import Slots
 
 HEADER = struct.Struct("!4sIQ")
@@ -78,6 +82,7 @@ class Agent:
         self.flows: dict[int, "Job"] = {}
         self.data_port = None
         self.slots: Slots | None = None
+        self.copies: Copies | None = None
         self.stopping = threading.Event()
 
     # ---------------------------------------------------------------- control
@@ -108,6 +113,8 @@ class Agent:
             return 1
         if ans.get("capacity") is not None:
             self.slots = Slots(float(ans["capacity"]), self._task_started, self._task_done)
+        if ans.get("speed") is not None:      # a machine of the redundancy model
+            self.copies = Copies(SpeedPath(*ans["speed"]), self._copy_done)
         reg_done.set()
         if int(ans.get("data_port", data_port)) != data_port:
             print(f"agent {self.host}: controller expects data port {ans['data_port']}, "
@@ -169,6 +176,20 @@ class Agent:
                     self.slots.stop(msg["seg"])
             except ValueError as e:
                 raise ApiError(f"{op}: {e}") from None
+        elif op in ("copy_run", "copy_stop"):
+            if self.copies is None:
+                raise ApiError(f"{op}: host {self.host} is not a machine with a speed")
+            try:
+                if op == "copy_run":
+                    t = self.copies.run(msg["seg"], msg["share"], msg["work"], msg["t0"],
+                                        msg["scale"])
+                    self.ch.answer(msg["id"], t=t)
+                else:
+                    t, progress, finished = self.copies.stop(msg["seg"])
+                    self.ch.answer(msg["id"], t=t, progress=progress, finished=finished)
+            except ValueError as e:
+                self.ch.answer(msg["id"], ok=False, error=str(e))
+                raise ApiError(f"{op}: {e}") from None
         elif op == "stop":
             self.stopping.set()
 
@@ -189,6 +210,10 @@ class Agent:
     def _task_done(self, seg: int, t: float, ran: float, stopped: bool) -> None:
         self.ch.send({"op": "task_done", "id": 0, "seg": seg, "t": t, "ran": ran,
                       "stopped": bool(stopped)})
+
+    def _copy_done(self, seg: int, t: float, progress: float, late: float) -> None:
+        self.ch.send({"op": "copy_done", "id": 0, "seg": seg, "t": t, "progress": progress,
+                      "late": late})
 
     def report_error(self, flow, error: str) -> None:
         self.ch.send({"op": "agent_error", "id": 0, "flow": flow, "error": error[:500]})

@@ -235,15 +235,29 @@ class MininetRun:
             if not isinstance(policy, str):
                 raise TypeError("a joint workload takes a policy name 'compute+network'")
             compute, network = split_policy(policy)
-            if network is None:
+            if network is None and workload.model == "redundancy" and not workload.coflows:
+                # copies on the agents, decisions in the controller, no data to move
+                # (controller.redundancy.emulation)
+                from controller.jobmodel import get_job_model
+                from controller.redundancy.emulation import agent_speeds
+                agent_speeds(get_job_model("redundancy")(workload, compute).run)  # fail early
+                if network_options:
+                    raise PolicyError(f"{policy!r} runs no network policy: no network "
+                                      f"options")
+                self.joint = workload
+                workload = workload.network
+                self.policy = {"compute": compute, "network": None, "options": {}}
+                self.policy_name = policy
+            elif network is None:
                 raise PolicyError(f"{policy!r} is a compute policy only; the emulation runs "
                                   f"a network policy too, e.g. {policy}+lp-coflow")
-            get_policy(network, **(network_options or {}))   # fail early
-            self.joint = workload
-            workload = workload.network
-            self.policy = {"compute": compute, "network": network,
-                           "options": dict(network_options or {})}
-            self.policy_name = policy
+            else:
+                get_policy(network, **(network_options or {}))   # fail early
+                self.joint = workload
+                workload = workload.network
+                self.policy = {"compute": compute, "network": network,
+                               "options": dict(network_options or {})}
+                self.policy_name = policy
         else:
             self.policy = get_policy(policy, **(network_options or {})) \
                 if isinstance(policy, str) else policy
@@ -513,6 +527,10 @@ class MininetRun:
         """The :class:`~emulate.sim.jobsim.JointResult` of a joint run (as the simulator's)."""
         from controller.compute.schedule import ComputeSchedule
         from emulate.sim.jobsim import joint_result
+        if "redundancy" in out:
+            from emulate.mininet.redundancy import redundancy_result
+            return redundancy_result(self.joint, self.policy_name, out, wall,
+                                     {"emulation": self._extra(out)})
         jw, j = self.joint, out["joint"]
         sched = ComputeSchedule.from_segments(jw.compute.arrays, tuple(
             np.array(x) for x in j["tasks"]), self.policy_name)

@@ -1,0 +1,151 @@
+"""The redundancy model on the emulation (controller/redundancy/emulation.py).
+
+Without root: the records path (the controller's raw result -> the simulator's job and
+segment records, the flowtime error) fed with the simulator's own copies gives the
+simulator's records and zero error. With root: a small time-scaled Mininet run whose
+measured records pass the independent verifier (tests/redundancy_verifier.py) within the
+emulation's timing, with a bounded flowtime error against the simulator.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from redundancy_verifier import RecordError, verify  # noqa: E402
+
+from controller.jobmodels.redundancy import RedundancyModel  # noqa: E402
+from controller.redundancy.emulation import flowtime_error  # noqa: E402
+from emulate.mininet.redundancy import redundancy_result  # noqa: E402
+from emulate.io.generators import redundancy  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLI = os.path.join(ROOT, ".venv", "bin", "coflowemu")
+
+
+def small(seed=5, horizon=40.0):
+    """6 AP/UP machines (short periods: the speeds change during a job), ~24 jobs of
+    Pareto(3, 10) work (mean 15): the simulator's last departure near 60."""
+    return redundancy(seed, ports=6, cores=1, rate_bps=1e9, machines=6, lam=0.6,
+                      horizon=horizon, shape=3.0, scale=10.0, ap_length=(0.5, 20.0),
+                      up_length=(0.5, 5.0))
+
+
+def raw_from_simulator(jw, policy):
+    """The controller's ``result()["redundancy"]`` as an emulation that ran exactly the
+    simulator's copies would report it."""
+    model = RedundancyModel(jw, policy)
+    run = model.run
+    c = run.copies
+    progress = [sh * run.speed.work(int(m), s, e) for m, s, e, sh in
+                zip(c["machine"], c["start"], c["end"], c["share"])]
+    return {"redundancy": {
+        "completion": run.completion.tolist(),
+        "copies": {"job": c["job"].tolist(), "copy": c["copy"].tolist(),
+                   "machine": c["machine"].tolist(), "start": c["start"].tolist(),
+                   "end": c["end"].tolist(), "share": c["share"].tolist(),
+                   "progress": progress},
+        "checkpoints": run.checkpoints, "speed_horizon": 1e9}}, run
+
+
+@pytest.mark.parametrize("policy", ["srpt+r", "fair+r", "laps+r:0.3"])
+def test_the_records_of_an_exact_emulation_are_the_simulators(policy):
+    jw = small(horizon=20.0)
+    out, run = raw_from_simulator(jw, policy)
+    res = redundancy_result(jw, policy, out, 1.0, {})
+    doc = res.to_json()
+    assert doc["flowtime_error"]["max"] == 0.0
+    assert doc["progress_mismatch"] < 1e-9
+    assert doc["mean_flowtime"] == pytest.approx(run.mean_flowtime)
+    sim = {j["id"]: j for j in RedundancyModel(jw, policy).records()["jobs"]}
+    for j in doc["jobs"]:
+        assert j["completion"] == pytest.approx(sim[j["id"]]["completion"])
+        assert j["flowtime"] == pytest.approx(j["simulated_flowtime"])
+    verify(doc["jobs"], res.task_segments, len(jw.machines))
+    # the segment lines are the simulator's
+    sim_segs = RedundancyModel(jw, policy).segment_records()
+    key = (lambda s: (s.get("job", ""), s.get("copy", -1), s["machine"], s["start"]))
+    assert len(res.task_segments) >= len(sim_segs)
+    mine = sorted((s for s in res.task_segments if "job" in s), key=key)
+    theirs = sorted((s for s in sim_segs if "job" in s), key=key)
+    assert [key(s) for s in mine] == [key(s) for s in theirs]
+
+
+def test_flowtime_error_figures():
+    e = flowtime_error(np.array([11.0, 20.0, 29.0]), np.array([10.0, 20.0, 30.0]))
+    assert e["median"] == 1.0 and e["max"] == 1.0 and e["mean"] == 0.0
+    assert e["max_rel"] == pytest.approx(0.1)
+
+
+def test_a_compute_only_network_option_is_refused():
+    from controller.policies import PolicyError
+    from emulate.mininet.engine import MininetRun
+    with pytest.raises(PolicyError, match="no network"):
+        MininetRun(small(horizon=5.0), "srpt+r", network_options={"mode": "x"})
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the Mininet emulation needs root")
+def test_emulated_run_passes_the_verifier_within_its_timing(tmp_path):
+    """``coflowemu run --engine mininet`` (under the Mininet lock): every job completes,
+    the records follow the model's rules within the emulation's timing, and the flowtimes
+    stay near the simulator's for the same speed processes."""
+    from emulate.io.traces import joint_to_dict
+    jw = small(seed=3, horizon=25.0)
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps(joint_to_dict(jw)))
+    seg = tmp_path / "seg.jsonl"
+    scale = 0.3
+    out = subprocess.run(["flock", "/tmp/coflowemu-mininet.lock", CLI, "run", str(w),
+                          "--policy", "srpt+r", "--engine", "mininet", "--time-scale",
+                          str(scale), "--json", "--segments", str(seg)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    doc = json.loads(out.stdout)
+    lines = [json.loads(x) for x in seg.read_text().splitlines()]
+    jobs = doc["jobs"]
+    assert len(jobs) == len(jw.jobs) and all(np.isfinite(j["completion"]) for j in jobs)
+    # the rules with exact timing fail only for the emulation's latencies ...
+    horizon = max(j["completion"] for j in jobs)
+    c = doc["emulation"]["controller"]
+    lag_ms = c["checkpoint_ms"]["max"] + max(c["arrival_lag_ms"]["max"],
+                                             c["departure_lag_ms"]["max"])
+    timing = 2 * lag_ms * 1e-3 / scale               # workload units
+    peak = RedundancyModel(jw, "srpt+r").run.speed.peak
+    try:
+        # (a copy of a departed job gains at most peak x timing before its stop arrives)
+        verify(jobs, lines, len(jw.machines), tol=timing / horizon, work_tol=peak * timing)
+    except RecordError as e:
+        pytest.fail(f"{e} (timing tolerance {timing:g})")
+    # ... the work reported by the agents is the speed process's
+    assert doc["progress_mismatch"] < 1e-6
+    err = doc["flowtime_error"]
+    assert err["median"] < 0.05 * doc["simulator"]["mean_flowtime"], err
+    assert abs(doc["mean_flowtime"] - doc["simulator"]["mean_flowtime"]) < \
+        0.1 * doc["simulator"]["mean_flowtime"], (doc["mean_flowtime"], doc["simulator"])
+
+
+def test_a_bad_policy_is_refused_before_the_emulation_starts(tmp_path):
+    """One error line, exit 2, no Mininet started (no lock needed)."""
+    from emulate.io.traces import joint_to_dict
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps(joint_to_dict(small(horizon=5.0))))
+    out = subprocess.run([CLI, "run", str(w), "--policy", "laps+r:2", "--engine", "mininet",
+                          "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip().splitlines() == [
+        "coflowemu: error: beta of laps+r must be in (0, 1], got '2'"]
+
+
+def test_a_speed_process_too_long_for_one_agent_message_is_a_workload_error():
+    from controller.model import WorkloadError
+    from controller.redundancy.emulation import agent_speeds
+    jw = redundancy(1, ports=2, cores=1, rate_bps=1e9, machines=2, lam=0.05, horizon=2000.0,
+                    shape=3.0, scale=10.0, ap_length=(0.5, 0.2), up_length=(0.5, 0.05))
+    with pytest.raises(WorkloadError, match="do not fit in one message"):
+        agent_speeds(RedundancyModel(jw, "srpt").run)
+    assert agent_speeds(RedundancyModel(small(horizon=5.0), "srpt").run).n == 6
