@@ -295,6 +295,41 @@ def test_flow_that_has_sent_nothing_is_not_pinned_at_a_release_instant():
     Simulator(BUG2, Checked(get_policy("fifo")), incremental=True).run()
 
 
+#: Bug #4 (every engine's next event; emulate.sim.matching.joins_stop): a completion that
+#: falls on a release in exact arithmetic (c1's flow 3 ends at 4 = 7/3 + 5/3, c3 arrives
+#: at 4) was an event of its own or not depending on the last ulp of the engine's clock.
+#: The rescan advances every sending flow at every event and put it at 3.9999999999999996:
+#: sebf planned the completion alone, started c0 on core 1 (pinning it), and c3, released
+#: an ulp later, went to the slow core 0 (c0 6, c3 6). The capped engine (whose times are
+#: rounded differently) put it at 4.0, one plan for both, as in exact arithmetic: c3 on
+#: core 1 first (4 1/3), then c0 (6 1/3). Both schedules passed the verifier. Now an event
+#: closer to a release than the finishing tolerance (EPS_BYTES at the fastest link's
+#: rate) is the release's instant in every engine.
+BUG4 = Workload(Fabric(ports=2, cores=2, rate_bps=R, core_rates=(4.0, 24.0)), (
+    Coflow("c0", (Flow(1, 0, 4.0), Flow(1, 1, 2.0)), weight=0.0),
+    Coflow("c1", (Flow(0, 1, 1.0), Flow(1, 1, 5.0)), weight=0.0),
+    Coflow("c2", (), release=2.0, weight=0.0),
+    Coflow("c3", (Flow(1, 0, 1.0),), release=4.0, weight=0.0),
+    Coflow("c4", (), release=3.0, weight=0.0),
+    Coflow("c5", (Flow(1, 1, 3.0),), weight=0.0),
+    Coflow("c6", (Flow(0, 1, 1.0), Flow(1, 0, 4.0)), weight=0.0)))
+#: BUG4's completions in exact arithmetic (the same instance with sizes and releases
+#: times 3 has integer event times, on which both engines agree)
+BUG4_EXACT = [19 / 3, 4.0, 2.0, 13 / 3, 3.0, 1.0, 7 / 3]
+
+
+@pytest.mark.parametrize("incremental", [True, False])
+def test_sebf_plans_a_completion_at_a_release_instant_with_the_release(incremental):
+    r = Simulator(BUG4, get_policy("sebf"), segments=True, incremental=incremental).run()
+    verify(BUG4, r)
+    assert close(r.coflow_completion, BUG4_EXACT), r.coflow_completion
+    exact = Workload(BUG4.fabric, tuple(
+        Coflow(c.id, tuple(Flow(f.src, f.dst, 3 * f.bytes) for f in c.flows),
+               release=3 * c.release, weight=0.0) for c in BUG4.coflows))
+    e = Simulator(exact, get_policy("sebf"), incremental=incremental).run()
+    assert close(e.coflow_completion / 3, BUG4_EXACT), e.coflow_completion
+
+
 @settings(max_examples=200, **SETTINGS)
 @given(w=workloads(ports=(2, 3), coflows=(2, 12)), rule=st.sampled_from(["balanced", "ecmp"]))
 def test_fair_sharing_over_pairs_equals_the_per_flow_rescan(w, rule):

@@ -43,7 +43,8 @@ import numba
 import numpy as np
 
 from emulate.sim.matching import (COFLOW_DONE, EPS_BYTES, LEAF, SEG_FULL, STOP_TIME, STUCK,
-                              _requeue, advance_flow, heap_insert, heap_pop, set_rate)
+                              _requeue, advance_flow, heap_insert, heap_pop, joins_stop,
+                              set_rate)
 
 #: a first-pass rate this much below its cap means the caps do not fit the links
 CAP_SLACK = 1e-9
@@ -430,7 +431,7 @@ def run_capped(t, stop_time, order, src, dst, coflow, size, core, c, R, do_backf
         if best == np.inf and stop_time == np.inf:
             reason = STUCK
             break
-        t_new = stop_time if best >= stop_time else best
+        t_new = stop_time if joins_stop(best, stop_time, core_cap) else best
         events += 1
         coflow_done = False
         freed = False

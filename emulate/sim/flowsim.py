@@ -53,7 +53,7 @@ from emulate.sim.capped import first_pass, run_capped
 from emulate.sim.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_DONE,
                                   EPS_BYTES, SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
                                   STUCK as _STUCK, _less, advance_flow, byte_limit_dt, emit,
-                                  pair_lists, run_matching, set_rate)
+                                  next_event, pair_lists, run_matching, set_rate)
 
 
 @numba.njit(cache=True)
@@ -139,7 +139,7 @@ def _run(t, stop_time, order, pos, src, dst, coflow, size, core, cap, fair, back
         if dt == np.inf:
             return t, _STUCK, n_seg, n_running, events
         events += 1
-        t_new = stop_time if dt >= stop_time - t else t + dt
+        t_new, dt = next_event(t, dt, stop_time, core_cap)
         coflow_done = False
         limit_hit = False
         for m in range(n_running):
@@ -354,7 +354,7 @@ def _run_fair(t, stop_time, order, src, dst, coflow, size, core, core_cap, rem, 
             reason = _STUCK
             break
         events += 1
-        t_new = stop_time if dt >= stop_time - t else t + dt
+        t_new, dt = next_event(t, dt, stop_time, core_cap)
         coflow_done = False
         k_lp = 0
         for u in range(n_lp):

@@ -107,6 +107,35 @@ def heap_pop(hk, hp, hi, n):
 
 #: bytes below which a flow counts as finished (absorbs floating-point residue)
 EPS_BYTES = 1e-6
+
+
+@numba.njit(**LEAF)
+def joins_stop(t_next, stop_time, core_cap):
+    """Whether an event at ``t_next`` happens at ``stop_time`` (a release, the plan's
+    horizon): at or after it, or so close before it that they are one instant - no flow,
+    even at the fastest link's rate, moves more than :data:`EPS_BYTES` in between (or
+    they are a few ulps apart).
+
+    Then the flows finishing there and the release are one event, as in exact arithmetic.
+    Otherwise a completion that falls on a release in exact arithmetic comes an ulp before
+    it or not depending on how an engine rounds its times (the rescan advances every
+    sending flow at every event, the incremental engines only the flows whose rate
+    changes), and one engine plans the completion alone (starting, hence pinning, flows
+    to cores) where another plans it together with the release."""
+    gap = stop_time - t_next
+    fastest = 0.0
+    for h in range(core_cap.shape[0]):
+        fastest = max(fastest, core_cap[h])
+    return gap * fastest <= EPS_BYTES or gap <= 4.0 * np.spacing(stop_time)
+
+
+@numba.njit(**LEAF)
+def next_event(t, dt, stop_time, core_cap):
+    """``(t_new, dt)`` of the next event, due ``dt`` after ``t`` (at most ``stop_time - t``):
+    ``stop_time`` if it :func:`joins_stop`."""
+    if dt >= stop_time - t or joins_stop(t + dt, stop_time, core_cap):
+        return stop_time, stop_time - t
+    return t + dt, dt
 # reasons the compiled loops return
 STOP_TIME, COFLOW_DONE, BYTE_LIMIT, SEG_FULL, STUCK = 0, 1, 2, 3, 4
 
@@ -416,7 +445,7 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
         if dt == np.inf:
             return t, STUCK, n_seg, events
         events += 1
-        t_new = stop_time if dt >= stop_time - t else t + dt
+        t_new, dt = next_event(t, dt, stop_time, core_cap)
         coflow_done = False
         limit_hit = False
         n_freed = 0
