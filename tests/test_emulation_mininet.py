@@ -54,20 +54,6 @@ POLICY_SRC = textwrap.dedent('''
 ''')
 
 
-@pytest.fixture(scope="module")
-def system():
-    """OVS running, Mininet present (scripts/setup-system.sh is idempotent)."""
-    from emulate.mininet.engine import EmulationError, preflight
-    try:
-        preflight()
-    except EmulationError:
-        subprocess.run(["bash", os.path.join(ROOT, "scripts", "setup-system.sh")], check=True)
-        preflight()
-    from emulate.mininet.clean import clean
-    clean()
-    yield
-    from emulate.mininet.clean import leftovers
-    assert leftovers() == {"bridges": [], "interfaces": [], "run_dirs": []}
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 
 import numpy as np
 import pytest
@@ -23,23 +22,9 @@ from test_jobmodel_msjo import verify, verify_shuffled
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="the Mininet emulation needs root (namespaces, OVS)")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MEASURED = 0.02   # s: slack of the agents' reported times
 
 
-@pytest.fixture(scope="module")
-def system():
-    from emulate.mininet.engine import EmulationError, preflight
-    try:
-        preflight()
-    except EmulationError:
-        subprocess.run(["bash", os.path.join(ROOT, "scripts", "setup-system.sh")], check=True)
-        preflight()
-    from emulate.mininet.clean import clean
-    clean()
-    yield
-    from emulate.mininet.clean import leftovers
-    assert leftovers() == {"bridges": [], "interfaces": [], "run_dirs": []}
 
 
 def workload(shuffled: bool):

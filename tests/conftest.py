@@ -1,0 +1,29 @@
+"""Fixtures shared by the test modules.
+
+``system`` (module scope): Open vSwitch running and Mininet present for the emulation
+tests (``scripts/setup-system.sh`` is idempotent and run when the preflight check fails),
+nothing of ours on the machine before the module, and nothing left after it: every
+emulation test cleans up after itself.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def system():
+    from emulate.mininet.clean import clean, leftovers
+    from emulate.mininet.engine import EmulationError, preflight
+    try:
+        preflight()
+    except EmulationError:
+        subprocess.run(["bash", os.path.join(ROOT, "scripts", "setup-system.sh")], check=True)
+        preflight()
+    clean()
+    yield
+    assert leftovers() == {"bridges": [], "interfaces": [], "run_dirs": []}
