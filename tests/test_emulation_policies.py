@@ -281,3 +281,39 @@ def test_the_readmes_user_policy_runs_on_the_switches(system, tmp_path, monkeypa
     verify_measured(w, emu)
     assert emu.coflow_completion[1] < 0.6 * emu.coflow_completion[0], emu.coflow_completion
     np.testing.assert_allclose(emu.coflow_completion, sim.coflow_completion, rtol=0.15)
+
+
+# ------------------------------------------------------------------ --rate auto
+def test_the_calibration_measures_what_the_switches_forward_and_leaves_nothing(system):
+    from emulate.mininet.calibrate import ACCURATE_FRACTION, measure_forwarding
+    b = measure_forwarding(1.0)
+    # 4 TCP flows through two switches: tens of Mbit/s at the very least on a loaded
+    # machine, and not more than the shaped links (4 x 10 Gbit/s)
+    assert 20e6 < b.forwarded_bps < 40e9, b
+    assert b.budget_bps == pytest.approx(ACCURATE_FRACTION * b.forwarded_bps)
+    assert b.source == "measured" and b.datapath in ("user", "kernel")
+    assert_clean()
+
+
+def test_run_rate_auto_reports_its_choice_and_runs_at_it(system, tmp_path):
+    import json
+    from emulate.io.traces import write_json
+    w = Workload(Fabric(ports=4, cores=2, rate_bps=200e6), [
+        Coflow("a", [Flow(0, 1, 2 * MB), Flow(2, 3, 2 * MB)])])
+    path = tmp_path / "w.json"
+    write_json(w, str(path))
+    r = subprocess.run([os.path.join(os.path.dirname(sys.executable), "coflowemu"), "run",
+                        str(path), "--engine", "mininet", "--rate", "auto", "--policy", "fifo",
+                        "--json", "--no-lp-bound"], capture_output=True, text=True, cwd=ROOT,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)                     # exactly one JSON document
+    auto = doc["rate_auto"]
+    assert "forwarding budget" in r.stderr and "rate auto: links 200" in r.stderr
+    # the workload's rate is kept; the time scale brings 4 hosts x 2 x 200 Mbit/s inside
+    assert auto["rates_bps"] == [200e6, 200e6] and not auto["rate_chosen"]
+    assert auto["offered_bps"] <= auto["budget_bps"] < auto["offered_bps"] * 2
+    assert doc["time_scale"] == auto["time_scale"] >= 2
+    # results in the workload's seconds: 2 MB at 200 Mbit/s = 0.08 s
+    assert abs(doc["makespan"] / 0.08 - 1) < 0.25, doc["makespan"]
+    assert_clean()
