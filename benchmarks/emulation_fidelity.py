@@ -1,22 +1,30 @@
-"""Benchmark: fidelity of the real emulation against the simulator, and what limits it.
+"""Benchmark: fidelity of the real emulation against the simulator, every policy, and what
+limits it.
 
-For each configuration (hosts x 2 cores, link rate), seed and policy, the same seeded
-workload runs in both engines (``emulate.mininet.fidelity.measure``); per-coflow errors
-``|CCT_emu / CCT_sim - 1|`` are pooled per configuration and policy. Target (issue 3):
-median < 5 %, p90 < 15 %.
+For each configuration (hosts x cores, link rate or ``auto``), seed and policy, the same
+seeded workload runs in both engines (``emulate.mininet.fidelity.measure``); per-coflow
+errors ``|CCT_emu / CCT_sim - 1|`` are pooled per configuration and policy. Target (issue
+3): median < 5 %, p90 < 15 %. The table gives median / p90 error, the mean CCT ratio
+(mean emulated CCT / mean simulated), the rate and time scale the run used, and the median
+error by coflow size (total MB: < 0.5, 0.5-2, 2-8, >= 8).
 
-Two reference figures help read the result:
+``HxC:auto`` configurations take the rate from ``--rate auto``'s rule
+(``emulate.mininet.calibrate``: the largest 1-2-5 rate inside this machine's forwarding
+budget, measured or cached). A policy ``NAME@key=value`` passes an option to it (e.g.
+``lp-coflow@mode=online``, ``aalo@first_threshold=1e6``).
+
+Two reference figures help read the result (``--floor``, ``--latency`` columns):
 
 * the *sensitivity floor*: the simulator against itself with every flow 0-2 % larger and
   every release 0-5 ms later (what TCP/IP overheads and control latency do). A policy
   whose decisions flip on such differences (ties in core choice, greedy backfill) has
   per-coflow errors there already; the emulation cannot do better than that;
-* the controller's latencies in the emulated runs (event to rules installed, policy time).
+* the controller's latencies in the emulated runs (event to rules installed).
 
-Run as root (a few minutes per configuration)::
+Run as root (under the Mininet lock when others share the machine)::
 
-    sudo .venv/bin/python benchmarks/emulation_fidelity.py
-    sudo .venv/bin/python benchmarks/emulation_fidelity.py --configs 4x20,8x10 \\
+    sudo flock /tmp/coflowemu-mininet.lock .venv/bin/python benchmarks/emulation_fidelity.py
+    sudo .venv/bin/python benchmarks/emulation_fidelity.py --configs 4x2:20,16x4:auto \
         --policies fifo,lp-coflow --seeds 1,2 --json results/fidelity.json
     sudo .venv/bin/python benchmarks/emulation_fidelity.py --sweep 4:10,25,50 --policies fifo
 """
@@ -31,18 +39,43 @@ import time
 import numpy as np
 
 
-def workload(seed: int, hosts: int, rate: float, coflows: int, mean_bytes: float):
+def workload(seed: int, hosts: int, rate: float, coflows: int, mean_bytes: float,
+             cores: int = 2):
     from emulate.io.traces import random_workload
-    return random_workload(seed, ports=hosts, cores=2, coflows=coflows, rate_bps=rate,
+    return random_workload(seed, ports=hosts, cores=cores, coflows=coflows, rate_bps=rate,
                            mean_bytes=mean_bytes)
 
 
-def sensitivity_floor(w, policy: str, repeats: int = 5) -> np.ndarray:
+def parse_policy(spec: str) -> tuple[str, dict]:
+    """``NAME@k=v@k=v`` -> (NAME, {k: v}) (numbers parsed)."""
+    name, *opts = spec.split("@")
+    out = {}
+    for o in opts:
+        k, _, v = o.partition("=")
+        try:
+            out[k] = float(v)
+        except ValueError:
+            out[k] = v
+    return name, out
+
+
+def parse_config(cfg: str) -> tuple[int, int, str]:
+    """``HxC:RATE`` (RATE in Mbit/s or ``auto``) or the older ``HxMBIT`` (2 cores)."""
+    if ":" in cfg:
+        fab, rate = cfg.split(":")
+        hosts, cores = fab.lower().split("x")
+        return int(hosts), int(cores), rate
+    hosts, rate = cfg.lower().split("x")
+    return int(hosts), 2, rate
+
+
+def sensitivity_floor(w, policy: str, options: dict | None = None,
+                      repeats: int = 5) -> np.ndarray:
     """Per-coflow |CCT'/CCT - 1| of the simulator against a slightly perturbed itself."""
     from controller.model import Coflow, Flow
     from controller.policies import get_policy
     from emulate.sim.flowsim import simulate
-    base = simulate(w, get_policy(policy)).cct
+    base = simulate(w, get_policy(policy, **(options or {}))).cct
     errs = []
     for r in range(repeats):
         rng = np.random.default_rng(1000 + r)
@@ -50,7 +83,7 @@ def sensitivity_floor(w, policy: str, repeats: int = 5) -> np.ndarray:
                                        for f in c.flows),
                            release=c.release + rng.uniform(0, 0.005), weight=c.weight)
                     for c in w.coflows)
-        cct = simulate(w.replace(coflows=cfs), get_policy(policy)).cct
+        cct = simulate(w.replace(coflows=cfs), get_policy(policy, **(options or {}))).cct
         ok = base > 0
         errs.append(np.abs(cct[ok] / base[ok] - 1))
     return np.concatenate(errs)
@@ -63,70 +96,104 @@ def stats(e: np.ndarray) -> dict:
             "p90": float(np.percentile(e, 90)), "max": float(e.max())}
 
 
-def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, log):
-    from emulate.mininet.fidelity import TARGET_MEDIAN, TARGET_P90, measure
+def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, log,
+               cores=2, floor=False):
+    """Rows of one configuration. ``rate``: bits/s or ``"auto"``."""
+    from emulate.mininet.fidelity import (TARGET_MEDIAN, TARGET_P90, errors_by_size,
+                                          mean_cct_ratio, measure)
+    chosen = None
+    if rate == "auto":
+        from emulate.mininet.calibrate import choose, forwarding_budget
+        budget = forwarding_budget()
+        chosen = choose(workload(seeds[0], hosts, 10e6, coflows, mean_bytes, cores),
+                        budget.budget_bps, rate_free=True)
+        rate = chosen.rates_bps[0]
+        log(f"  {budget.describe()}\n  {chosen.describe()}")
     rows = []
-    for policy in policies:
-        errs, floor, bias, lat, pol_ms, util, longs = [], [], [], [], [], [], []
+    for spec in policies:
+        policy, options = parse_policy(spec)
+        errs, fl, bias, lat, ratio, reports = [], [], [], [], [], []
         for seed in seeds:
-            w = workload(seed, hosts, rate, coflows, mean_bytes)
+            w = workload(seed, hosts, rate, coflows, mean_bytes, cores)
             t = time.time()
-            rep = measure(w, policy, time_scale=time_scale)
+            rep = measure(w, policy, time_scale=time_scale, policy_options=options)
+            reports.append(rep)
             errs.append(rep.errors)
-            longs.append(rep.errors_above(0.1))
             bias.append(rep.bias)
-            floor.append(sensitivity_floor(w, policy))
+            ratio.append(mean_cct_ratio(rep))
+            if floor:
+                fl.append(sensitivity_floor(w, policy, options))
             c = rep.emu.extra.get("controller", {})
             lat.append(c.get("event_to_rules_ms", {}).get("median", float("nan")))
-            pol_ms.append(c.get("policy_ms", {}).get("p90", float("nan")))
-            util.append(rep.to_json()["utilisation"])
-            log(f"  {policy:10s} seed {seed}: median {rep.median:6.2%} p90 {rep.p90:6.2%} "
-                f"max {rep.max:6.2%} bias {rep.bias:+.2%}  ({time.time() - t:.0f} s, load "
-                f"{os.getloadavg()[0]:.1f})")
+            log(f"  {spec:22s} seed {seed}: median {rep.median:6.2%} p90 {rep.p90:6.2%} "
+                f"max {rep.max:6.2%} mean CCT ratio {ratio[-1]:.3f}  ({time.time() - t:.0f} s,"
+                f" load {os.getloadavg()[0]:.1f})")
         e = np.concatenate(errs)
-        s = stats(e)
-        rows.append({"hosts": hosts, "cores": 2, "rate_bps": rate, "time_scale": time_scale,
-                     "coflows": coflows, "mean_bytes": mean_bytes, "policy": policy,
-                     "seeds": list(seeds), **{f"emu_{k}": v for k, v in s.items()},
+        st = stats(e)
+        by_size = pooled_by_size(reports, errors_by_size)
+        rows.append({"hosts": hosts, "cores": cores, "rate_bps": rate,
+                     "rate_auto": chosen.to_json() if chosen else None,
+                     "time_scale": time_scale, "coflows": coflows, "mean_bytes": mean_bytes,
+                     "policy": spec, "seeds": list(seeds),
+                     **{f"emu_{k}": v for k, v in st.items()},
                      "bias_median": float(np.median(bias)),
-                     "floor": stats(np.concatenate(floor)),
-                     "ge_100ms": stats(np.concatenate(longs)),
-                     "meets_target": bool(s["n"] and s["median"] < TARGET_MEDIAN
-                                          and s["p90"] < TARGET_P90),
+                     "mean_cct_ratio": float(np.mean(ratio)),
+                     "by_size": by_size,
+                     "floor": stats(np.concatenate(fl)) if fl else None,
+                     "meets_target": bool(st["n"] and st["median"] < TARGET_MEDIAN
+                                          and st["p90"] < TARGET_P90),
                      "event_to_rules_ms_median": float(np.nanmedian(lat)),
-                     "policy_ms_p90": float(np.nanmax(pol_ms)),
-                     "utilisation": util})
+                     "load": os.getloadavg()[0]})
     return rows
 
 
+def pooled_by_size(reports, errors_by_size) -> list[dict]:
+    """Per size bucket over every seed's report."""
+    from emulate.mininet.fidelity import SIZE_BUCKETS_MB
+    out = []
+    for k, (lo, hi) in enumerate(zip(SIZE_BUCKETS_MB[:-1], SIZE_BUCKETS_MB[1:])):
+        sel = []
+        for r in reports:
+            size = np.array([c.total_bytes for c in r.workload.coflows], float) / 1e6
+            size = size[r.sim.cct > 0]
+            sel.append(r.errors[(size >= lo) & (size < hi)])
+        out.append({"lo_mb": lo, "hi_mb": hi, **stats(np.concatenate(sel))})
+    return out
+
+
 def table(rows) -> str:
-    head = (f"{'hosts':>5} {'Mbit/s':>6} {'policy':<10} {'coflows':>7} {'median':>7} "
-            f"{'p90':>7} {'max':>7} {'bias':>7} | {'>=100ms':>7} {'median':>7} {'p90':>7} | "
-            f"{'floor med':>9} {'floor p90':>9} | {'rules ms':>8} {'target':>6}")
+    head = (f"{'fabric':>6} {'Mbit/s':>6} {'scale':>5} {'policy':<22} {'n':>4} {'median':>7} "
+            f"{'p90':>7} {'CCT ratio':>9} | {'<0.5MB':>7} {'0.5-2':>7} {'2-8':>7} "
+            f"{'>=8MB':>7} | {'floor p90':>9} {'rules ms':>8} {'target':>6} {'load':>4}")
     out = [head, "-" * len(head)]
     for r in rows:
-        f = r["floor"]
-        out.append(f"{r['hosts']:>5} {r['rate_bps'] / 1e6:>6g} {r['policy']:<10} "
-                   f"{r['emu_n']:>7} {r['emu_median']:>7.2%} {r['emu_p90']:>7.2%} "
-                   f"{r['emu_max']:>7.2%} {r['bias_median']:>+7.2%} | "
-                   f"{r['ge_100ms']['n']:>7} {r['ge_100ms'].get('median', 0):>7.2%} "
-                   f"{r['ge_100ms'].get('p90', 0):>7.2%} | {f['median']:>9.2%} "
-                   f"{f['p90']:>9.2%} | {r['event_to_rules_ms_median']:>8.2f} "
-                   f"{'met' if r['meets_target'] else 'NOT':>6}")
+        sizes = " ".join(f"{b['median']:>7.1%}" if b["n"] else f"{'-':>7}"
+                         for b in r["by_size"])
+        fl = f"{r['floor']['p90']:>9.1%}" if r.get("floor") else f"{'-':>9}"
+        out.append(f"{r['hosts']:>3}x{r['cores']:<2} {r['rate_bps'] / 1e6:>6g} "
+                   f"{r['time_scale']:>5g} {r['policy']:<22} {r['emu_n']:>4} "
+                   f"{r['emu_median']:>7.2%} {r['emu_p90']:>7.2%} "
+                   f"{r['mean_cct_ratio']:>9.3f} | {sizes} | {fl} "
+                   f"{r['event_to_rules_ms_median']:>8.2f} "
+                   f"{'met' if r['meets_target'] else 'NOT':>6} {r['load']:>4.1f}")
     return "\n".join(out)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--configs", default="4x20,8x10",
-                   help="HOSTSxMBITS,... (2 cores each; total offered rate <= ~200 Mbit/s)")
-    p.add_argument("--policies", default="fifo,sincronia,lp-coflow,lp-flow")
-    p.add_argument("--seeds", default="1,2,3")
+    p.add_argument("--configs", default="4x2:20,16x4:auto",
+                   help="HxC:MBIT or HxC:auto,... (total offered rate inside the machine's "
+                        "forwarding budget); HOSTSxMBIT means 2 cores")
+    p.add_argument("--policies", default="all",
+                   help="comma-separated, NAME@key=value for options; 'all': every "
+                        "registered network policy and lp-coflow@mode=online")
+    p.add_argument("--seeds", default="1,2")
     p.add_argument("--coflows", type=int, default=20)
     p.add_argument("--mean-mb", type=float, default=2.0, help="mean MB per coflow")
     p.add_argument("--time-scale", type=float, default=1.0)
+    p.add_argument("--floor", action="store_true", help="also the sensitivity floor")
     p.add_argument("--sweep", help="HOSTS:MBITS,MBITS,...: rates to try for the largest one "
-                                   "keeping the target (first policy only)")
+                                   "keeping the target (first policy only, 2 cores)")
     p.add_argument("--json", help="write the rows to this file")
     args = p.parse_args(argv)
     if os.geteuid() != 0:
@@ -134,24 +201,28 @@ def main(argv=None) -> int:
         return 2
     from controller.policies import available
     known = available()
-    policies = [x for x in args.policies.split(",") if x]
-    missing = [x for x in policies if x not in known]
+    if args.policies == "all":
+        policies = sorted(known) + ["lp-coflow@mode=online"]
+    else:
+        policies = [x for x in args.policies.split(",") if x]
+    missing = [x for x in policies if parse_policy(x)[0] not in known]
     if missing:
-        print(f"skipping policies not (yet) registered: {missing}", file=sys.stderr)
-        policies = [x for x in policies if x in known]
+        print(f"skipping policies not registered: {missing}", file=sys.stderr)
+        policies = [x for x in policies if x not in missing]
     seeds = [int(s) for s in args.seeds.split(",")]
     rows = []
 
     def log(msg):
         print(msg, flush=True)
 
+    log(f"load at start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
     if args.sweep:
         hosts, rates = args.sweep.split(":")
         best = None
         for mbit in (float(x) for x in rates.split(",")):
             log(f"{hosts} hosts x 2 cores at {mbit:g} Mbit/s")
             r = run_config(int(hosts), mbit * 1e6, policies[:1], seeds, args.coflows,
-                           args.mean_mb * 1e6, args.time_scale, log)
+                           args.mean_mb * 1e6, args.time_scale, log, floor=args.floor)
             rows += r
             if r[0]["meets_target"]:
                 best = mbit
@@ -161,16 +232,30 @@ def main(argv=None) -> int:
               + (f" ({total:g} Mbit/s total offered)" if total else ""))
     else:
         for cfg in args.configs.split(","):
-            hosts, mbit = cfg.lower().split("x")
-            log(f"{hosts} hosts x 2 cores at {mbit} Mbit/s")
-            rows += run_config(int(hosts), float(mbit) * 1e6, policies, seeds, args.coflows,
-                               args.mean_mb * 1e6, args.time_scale, log)
+            hosts, cores, rate = parse_config(cfg)
+            log(f"{hosts} hosts x {cores} cores at {rate} Mbit/s")
+            rate = rate if rate == "auto" else float(rate) * 1e6
+            rows += run_config(hosts, rate, policies, seeds, args.coflows,
+                               args.mean_mb * 1e6, args.time_scale, log, cores=cores,
+                               floor=args.floor)
+            if args.json:     # written as it goes: a cut-short run keeps what it measured
+                write_rows(args.json, rows)
         print(table(rows))
+    log(f"load at end: {os.getloadavg()[0]:.1f}")
     if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=1)
+        write_rows(args.json, rows)
     return 0
+
+
+def write_rows(path: str, rows) -> None:
+    """Atomically (a temporary file renamed into place)."""
+    import tempfile
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".fidelity-")
+    with os.fdopen(fd, "w") as fh:
+        json.dump(rows, fh, indent=1)
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

@@ -85,7 +85,9 @@ def workload_options(f):
     opts = [
         click.argument("workload", type=click.Path(dir_okay=False)),
         click.option("--cores", type=int, help="Number of parallel cores (overrides the file)."),
-        click.option("--rate", "rate", help="Link rate, e.g. 1Gbps (overrides the file)."),
+        click.option("--rate", "rate", help="Link rate, e.g. 1Gbps (overrides the file); "
+                                            "run --engine mininet: auto (a time scale that "
+                                            "fits what this machine forwards)."),
         click.option("--hosts", type=int, help="FB trace: remap its ports onto this many hosts."),
         click.option("--min-mb", type=float, help="FB trace: drop coflows below this many MB."),
         click.option("--scale-bytes", type=float, help="FB trace: multiply every size."),
@@ -164,8 +166,22 @@ def run(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_rele
     from emulate.engines import RunOptions, get_engine
     if time_scale is not None and not (math.isfinite(time_scale) and time_scale > 0):
         raise click.BadParameter(f"--time-scale must be a finite number > 0, got {time_scale}")
+    auto = rate is not None and rate.strip().lower() == "auto"
+    if auto:
+        if engine != "mininet":
+            raise click.BadParameter("--rate auto chooses the emulation's time scale from "
+                                     "what this machine forwards: it needs --engine mininet")
+        if time_scale is not None:
+            raise click.BadParameter("--rate auto chooses the time scale: drop --time-scale")
+        rate = None
     w = load_workload(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time,
                       zero_release, limit)
+    rate_auto = None
+    if auto:
+        from emulate.cli.emulation import auto_choice
+        choice, budget = auto_choice(w)
+        time_scale = choice.time_scale
+        rate_auto = {**choice.to_json(), "budget": budget.to_json()}
     opts = RunOptions(segments=bool(segments_path), progress=True,
                       policy_options=_network_options(w, policy_spec, mode, objective),
                       time_scale=1.0 if time_scale is None else time_scale)
@@ -175,6 +191,9 @@ def run(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_rele
         if e.partial is not None and as_json:   # what finished, marked incomplete
             click.echo(json.dumps(e.partial.to_json()))
         raise
+    if rate_auto is not None:
+        extra = result.extra if not is_joint(w) else result.extra.setdefault("emulation", {})
+        extra["rate_auto"] = rate_auto
     if is_joint(w):
         return _report_joint(w, result, policy_spec, engine, opts, as_json, segments_path,
                              lp_bound)

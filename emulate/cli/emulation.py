@@ -79,11 +79,13 @@ def clean(force):
 @click.option("--cores", type=int, default=2, show_default=True)
 @click.option("--coflows", type=int, default=20, show_default=True, help="--random: coflows.")
 @click.option("--rate", default=None, help="Link rate (default: the file's; 10Mbps for "
-                                           "--random).")
+                                           "--random); auto: the largest 1-2-5 rate (--random)"
+                                           " or the time scale (a file) that fits what this "
+                                           "machine forwards.")
 @click.option("--mean-size", default="2MB", show_default=True,
               help="--random: mean bytes per coflow.")
-@click.option("--time-scale", type=float, default=1.0, show_default=True,
-              help="Run the emulation this many times slower than the workload.")
+@click.option("--time-scale", type=float, default=None,
+              help="Run the emulation this many times slower than the workload (default 1).")
 @click.option("--json", "as_json", is_flag=True,
               help='One JSON object: {"reports": [one per policy], "summary": pooled}.')
 def fidelity(workload, policies, seed, hosts, cores, coflows, rate, mean_size, time_scale,
@@ -96,15 +98,30 @@ def fidelity(workload, policies, seed, hosts, cores, coflows, rate, mean_size, t
     from emulate.mininet.fidelity import measure, summarize
     if (workload is None) == (seed is None):
         raise click.UsageError("give a WORKLOAD file or --random SEED")
+    auto = rate is not None and rate.strip().lower() == "auto"
+    if auto and time_scale is not None:
+        raise click.BadParameter("--rate auto chooses the time scale: drop --time-scale")
+    if auto:
+        rate = None
     if seed is not None:
         from emulate.io.traces import random_workload
-        w = random_workload(seed, ports=hosts, cores=cores, coflows=coflows,
-                            rate_bps=parse_rate(rate or "10Mbps"),
-                            mean_bytes=parse_bytes(mean_size))
+
+        def make(r):
+            return random_workload(seed, ports=hosts, cores=cores, coflows=coflows,
+                                   rate_bps=r, mean_bytes=parse_bytes(mean_size))
+        w = make(parse_rate(rate or "10Mbps"))
     else:
         from emulate.io.traces import read_workload
         w = read_workload(workload, cores=cores,
                           rate_bps=parse_rate(rate) if rate else None)
+    rate_auto = None
+    if auto:
+        choice, budget = auto_choice(w, rate_free=seed is not None)
+        if choice.rate_chosen:     # generated again: its arrivals follow from the rate
+            w = make(choice.rates_bps[0])
+        time_scale = choice.time_scale
+        rate_auto = {**choice.to_json(), "budget": budget.to_json()}
+    time_scale = 1.0 if time_scale is None else time_scale
     reports = []
     for name in policies:
         rep = measure(w, name, time_scale=time_scale)
@@ -113,10 +130,30 @@ def fidelity(workload, policies, seed, hosts, cores, coflows, rate, mean_size, t
             click.echo(rep.format())
     s = summarize(reports)
     if as_json:
-        click.echo(json.dumps({"reports": [r.to_json() for r in reports], "summary": s}))
+        doc = {"reports": [r.to_json() for r in reports], "summary": s}
+        if rate_auto is not None:
+            doc["rate_auto"] = rate_auto
+        click.echo(json.dumps(doc))
     elif len(reports) > 1:
         click.echo(f"all policies: {s['coflows']} coflows, median {s['median']:.2%}, "
                    f"p90 {s['p90']:.2%}, max {s['max']:.2%}")
+
+
+def auto_choice(w, *, rate_free: bool = False):
+    """``--rate auto``: this machine's forwarding budget (cached or measured, see
+    :mod:`emulate.mininet.calibrate`) and the rate / time scale chosen for ``w``; both are
+    printed on stderr. (choice, budget)"""
+    from emulate.mininet.calibrate import choose, forwarding_budget
+    from emulate.mininet.engine import preflight
+    preflight()
+    budget = forwarding_budget()
+    try:
+        choice = choose(w, budget.budget_bps, rate_free=rate_free)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+    click.echo(f"coflowemu: {budget.describe()}", err=True)
+    click.echo(f"coflowemu: {choice.describe()}", err=True)
+    return choice, budget
 
 
 def commands() -> list:

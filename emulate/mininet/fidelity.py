@@ -176,15 +176,40 @@ def wire_utilisation(r: RunResult) -> dict | None:
 
 
 def measure(workload: Workload, policy: str, *, time_scale: float = 1.0,
-            **mininet_options) -> FidelityReport:
+            policy_options: dict | None = None, **mininet_options) -> FidelityReport:
     """Run ``workload`` under ``policy`` in the simulator and on Mininet; the report.
 
-    ``mininet_options`` are the emulation engine's own options (``pause``, ...)."""
+    ``policy_options`` go to the policy in both engines (``mode``, ``objective``,
+    ``first_threshold``, ...); ``mininet_options`` are the emulation engine's own options
+    (``pause``, ...)."""
     from emulate.engines import RunOptions, get_engine
-    sim = get_engine("sim").run(workload, policy, RunOptions(segments=True))
+    po = dict(policy_options or {})
+    sim = get_engine("sim").run(workload, policy, RunOptions(segments=True, policy_options=po))
     emu = get_engine("mininet").run(workload, policy, RunOptions(
-        segments=True, time_scale=time_scale, engine_options=mininet_options))
+        segments=True, time_scale=time_scale, policy_options=po,
+        engine_options=mininet_options))
     return FidelityReport(workload, policy, sim, emu)
+
+
+SIZE_BUCKETS_MB = (0.0, 0.5, 2.0, 8.0, float("inf"))
+"""Coflow size buckets (total MB) of :func:`errors_by_size`."""
+
+
+def errors_by_size(report: FidelityReport, edges=SIZE_BUCKETS_MB) -> list[dict]:
+    """Per size bucket (coflow bytes): how many coflows, median and p90 error."""
+    size = np.array([c.total_bytes for c in report.workload.coflows], float) / 1e6
+    ok = report.sim.cct > 0
+    size, e = size[ok], report.errors
+    out = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        sel = e[(size >= lo) & (size < hi)]
+        out.append({"lo_mb": lo, "hi_mb": hi, **_stats(sel)})
+    return out
+
+
+def mean_cct_ratio(report: FidelityReport) -> float:
+    """Mean emulated CCT over mean simulated CCT."""
+    return float(np.mean(report.emu.cct) / np.mean(report.sim.cct))
 
 
 def against_simulator(result: RunResult, policy: str,

@@ -1,0 +1,146 @@
+"""--rate auto: the choice of rate and time scale from a forwarding budget, and the
+per-machine cache of the calibration figure (no root, no network; the measurement itself
+is exercised by tests/test_emulation_policies.py as root)."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from controller.model import Coflow, Flow, Workload
+from emulate.mininet.calibrate import (Budget, choose, machine, nice_floor, read_cache,
+                                       with_rates, write_cache)
+from emulate.mininet.engine import WIRE_OVERHEAD, offered_load_bps
+from topologies.fabric import Fabric
+
+
+def spread(hosts, cores, rate, core_rates=None, used=None):
+    """One coflow with a flow out of each of ``used`` (default all) hosts."""
+    used = hosts if used is None else used
+    return Workload(Fabric(ports=hosts, cores=cores, rate_bps=rate, core_rates=core_rates),
+                    [Coflow("c", [Flow(i, (i + 1) % used, 1e6) for i in range(used)])])
+
+
+@pytest.mark.parametrize("x, want", [(1.0, 1.0), (1.99, 1.0), (2.0, 2.0), (4.9, 2.0),
+                                     (5.0, 5.0), (9.99, 5.0), (10.0, 10.0), (73e6, 50e6),
+                                     (2.5e6, 2e6), (0.3, 0.2)])
+def test_nice_floor_is_the_largest_1_2_5_value_not_above(x, want):
+    assert nice_floor(x) == pytest.approx(want)
+
+
+@pytest.mark.parametrize("hosts, cores, rate, budget", [
+    (4, 2, 20e6, 200e6), (16, 4, 10e6, 200e6), (16, 4, 1e9, 150e6), (8, 2, 10e6, 200e6),
+    (32, 4, 100e6, 60e6), (4, 1, 1e6, 200e6)])
+def test_a_kept_rate_gets_the_smallest_power_of_two_time_scale_inside_the_budget(
+        hosts, cores, rate, budget):
+    w = spread(hosts, cores, rate)
+    c = choose(w, budget)
+    assert not c.rate_chosen and c.rates_bps == w.fabric.rates
+    s = c.time_scale
+    assert s >= 1 and s == 2 ** round(__import__("math").log2(s))
+    # inside the budget, and the next faster power of two would not be
+    assert c.offered_bps == pytest.approx(offered_load_bps(w, s)) and c.offered_bps <= budget
+    if s > 1:
+        assert offered_load_bps(w, s / 2) > budget
+    # worst case by hand: every host's uplinks busy, frames not payload
+    assert c.offered_bps == pytest.approx(hosts * cores * rate / s * WIRE_OVERHEAD)
+    assert c.wire_bps == tuple(r / s for r in w.fabric.rates)
+
+
+def test_16x4_at_10_mbits_needs_a_time_scale_of_4_on_a_200_mbit_budget():
+    # 16 x 4 x 10 Mbit/s x 1514/1448 = 669 Mbit/s: /2 = 335, /4 = 167 <= 200
+    assert choose(spread(16, 4, 10e6), 200e6).time_scale == 4
+
+
+def test_only_the_hosts_a_workload_uses_count():
+    assert choose(spread(16, 4, 10e6, used=4), 200e6).time_scale == 1
+
+
+@pytest.mark.parametrize("hosts, cores, budget, want", [
+    (4, 2, 200e6, 20e6),     # 200 / (8 x 1.046) = 23.9 -> 20
+    (16, 4, 200e6, 2e6),     # 200 / (64 x 1.046) = 2.99 -> 2
+    (8, 2, 200e6, 10e6),     # 11.95 -> 10
+    (4, 2, 1e9, 100e6)])     # 119.5 -> 100
+def test_a_free_rate_is_the_largest_1_2_5_rate_inside_the_budget_at_time_scale_1(
+        hosts, cores, budget, want):
+    w = spread(hosts, cores, 1e9)
+    c = choose(w, budget, rate_free=True)
+    assert c.rate_chosen and c.time_scale == 1.0
+    assert c.rates_bps == (want,) * cores
+    w2 = with_rates(w, c.rates_bps)
+    assert w2.fabric.rates == c.rates_bps
+    assert offered_load_bps(w2) == pytest.approx(c.offered_bps) and c.offered_bps <= budget
+    # the next 1-2-5 value up would not fit
+    up = {1: 2, 2: 5, 5: 10}[int(str(int(want / 10 ** (len(str(int(want))) - 1))))]
+    bigger = want / int(str(int(want))[0]) * up
+    assert offered_load_bps(with_rates(w, (bigger,) * cores)) > budget
+
+
+def test_heterogeneous_cores_keep_their_ratio_when_the_rate_is_chosen():
+    w = spread(4, 2, 30e6, core_rates=(30e6, 10e6))
+    c = choose(w, 200e6, rate_free=True)
+    assert c.rates_bps[0] == nice_floor(c.rates_bps[0])
+    assert c.rates_bps[0] / c.rates_bps[1] == pytest.approx(3.0)
+    assert c.offered_bps <= 200e6
+
+
+def test_a_workload_far_beyond_the_budget_is_refused_with_what_to_do():
+    with pytest.raises(ValueError, match="--rate"):
+        choose(spread(64, 8, 100e9), 1e6)
+
+
+def budget(**kw):
+    d = dict(forwarded_bps=360e6, budget_bps=180e6, datapath="user", machine=machine(),
+             measured_at=time.time(), load=0.5)
+    d.update(kw)
+    return Budget(**d)
+
+
+def test_the_cached_figure_is_used_for_this_machine_and_datapath_only_while_fresh(tmp_path):
+    path = str(tmp_path / "cache" / "forwarding.json")
+    b = budget()
+    write_cache(b, path)
+    got = read_cache(path, datapath="user")
+    assert got is not None and got.source == "cached" and got.budget_bps == 180e6
+    assert read_cache(path, datapath="kernel") is None                 # other datapath
+    assert read_cache(path, datapath="user", now=b.measured_at + 2 * 86400) is None  # stale
+    write_cache(budget(datapath="kernel", forwarded_bps=800e6, budget_bps=400e6), path)     # both kept
+    assert read_cache(path, datapath="user").budget_bps == 180e6
+    assert read_cache(path, datapath="kernel").budget_bps == 400e6
+    # another machine's figure (a copied cache file) is not used
+    doc = json.load(open(path))
+    doc["user"]["machine"]["host"] = "elsewhere"
+    json.dump(doc, open(path, "w"))
+    assert read_cache(path, datapath="user") is None
+    # a damaged file is a cache miss, never an error
+    open(path, "w").write("{not json")
+    assert read_cache(path, datapath="user") is None
+    assert list((tmp_path / "cache").iterdir()) == [tmp_path / "cache" / "forwarding.json"]
+
+
+def test_the_choice_and_the_budget_say_what_they_chose():
+    c = choose(spread(16, 4, 10e6), 200e6)
+    doc = c.to_json()
+    assert doc["time_scale"] == 4 and doc["wire_bps"] == [2.5e6] * 4
+    assert "time scale 4" in c.describe() and "2.5 Mbit/s" in c.describe()
+    j = budget().to_json()
+    assert j["measured_at"].endswith("Z") and j["budget_bps"] == 180e6
+    assert "180 Mbit/s" in budget().describe()
+
+
+@pytest.mark.parametrize("extra, says", [
+    ([], "needs --engine mininet"),
+    (["--engine", "mininet", "--time-scale", "2"], "drop --time-scale")])
+def test_rate_auto_misuse_is_one_error_line_and_exit_2(tmp_path, extra, says):
+    import os
+    import subprocess
+    import sys
+    from emulate.io.traces import write_json
+    path = tmp_path / "w.json"
+    write_json(spread(4, 2, 20e6), str(path))
+    r = subprocess.run([os.path.join(os.path.dirname(sys.executable), "coflowemu"), "run",
+                        str(path), "--rate", "auto", *extra], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], r.stderr
