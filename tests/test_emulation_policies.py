@@ -56,21 +56,6 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="the Mininet emulation needs root (namespaces, OVS)")
 
 
-@pytest.fixture(scope="module")
-def system():
-    """OVS running, Mininet present (scripts/setup-system.sh is idempotent)."""
-    from emulate.mininet.engine import EmulationError, preflight
-    try:
-        preflight()
-    except EmulationError:
-        subprocess.run(["bash", os.path.join(ROOT, "scripts", "setup-system.sh")], check=True)
-        preflight()
-    from emulate.mininet.clean import clean
-    clean()
-    yield
-    assert_clean()
-
-
 def assert_clean():
     from emulate.mininet.clean import leftovers
     assert leftovers() == {"bridges": [], "interfaces": [], "run_dirs": []}
