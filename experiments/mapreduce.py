@@ -116,8 +116,7 @@ def _gap(cfg: Config, setting: str) -> float:
 def run(cfg: Config, verbose: bool = True) -> tuple[list[dict], str]:
     """Run every pair on every workload as a sweep (store: ``<out>/store``, resumable);
     return the rows and the tables (markdown)."""
-    from experiments.sweep.runner import run_sweep
-    from experiments.sweep.store import open_results
+    from experiments.sweep.runner import completed_sweep
     os.makedirs(cfg.out, exist_ok=True)
     if cfg.write_workloads:
         for setting in cfg.settings:
@@ -125,12 +124,9 @@ def run(cfg: Config, verbose: bool = True) -> tuple[list[dict], str]:
                 w = make_workload(cfg, setting, seed)
                 write_json(w, os.path.join(cfg.write_workloads, f"{w.name}.json"))
     spec = spec_of(cfg)
-    store = os.path.join(cfg.out, "store")
-    report = run_sweep(spec, store, workers=cfg.workers, scheduler=cfg.scheduler,
-                       progress=verbose)
-    if report.failed:
-        raise RuntimeError("runs failed:\n" + report.format())
-    rows = _rows(open_results(store), spec, cfg)
+    db = completed_sweep(spec, os.path.join(cfg.out, "store"), workers=cfg.workers,
+                         scheduler=cfg.scheduler, progress=verbose)
+    rows = _rows(db, spec, cfg)
     atomic_write(os.path.join(cfg.out, "mapreduce.json"),
                  json.dumps({"config": asdict(cfg), "rows": rows}, indent=1) + "\n")
     text = tables(rows, cfg)

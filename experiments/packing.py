@@ -200,15 +200,10 @@ def spec_of(cfg: Config):
 def _offline_rows(cfg: Config, verbose: bool) -> list[dict]:
     """Run the offline comparisons as a sweep (store ``<out>/store``: resumable) and
     return their rows in this module's format."""
-    from experiments.sweep.runner import run_sweep
-    from experiments.sweep.store import open_results
+    from experiments.sweep.runner import completed_sweep
     spec = spec_of(cfg)
-    store = os.path.join(cfg.out, "store")
-    report = run_sweep(spec, store, workers=cfg.workers, scheduler=cfg.scheduler,
-                       progress=verbose)
-    if report.failed:
-        raise RuntimeError("runs failed:\n" + report.format())
-    db = open_results(store)
+    db = completed_sweep(spec, os.path.join(cfg.out, "store"), workers=cfg.workers,
+                         scheduler=cfg.scheduler, progress=verbose)
     keys = {r.key: r for r in spec.runs()}
     weight = dict(db.sql("select run_key, sum(weight) from jobs group by 1").fetchall())
     tasks = dict(db.sql("select run_key, count(*) from tasks group by 1").fetchall())

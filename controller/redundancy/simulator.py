@@ -42,7 +42,7 @@ import numpy as np
 
 from controller.redundancy.policies import (SRPT_ORDER, allocate, keep_machines, parse,
                                             policy_code)
-from controller.redundancy.speed import Speed
+from controller.redundancy.speed import Speed, reach
 
 __all__ = ["Instance", "Run", "simulate"]
 
@@ -233,17 +233,7 @@ def _deliver(ptr, time, rate, cum, p, m, t, s0, w):
     from the current segment ``p[m]``)."""
     if w <= 0:
         return t
-    lo, hi = p[m], ptr[m + 1]
-    target = s0 + w
-    k = lo + np.searchsorted(cum[lo + 1:hi], target, side="left")
-    if rate[k] <= 0:
-        return np.inf
-    u = time[k] + (target - cum[k]) / rate[k]
-    if u < t:
-        u = t
-    if k + 1 < hi and u > time[k + 1]:
-        u = time[k + 1]
-    return u
+    return reach(time, rate, cum, p[m], ptr[m + 1], t, s0 + w)
 
 
 @numba.njit(cache=True)

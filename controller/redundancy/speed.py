@@ -392,8 +392,15 @@ def time_to_deliver(ptr, time, rate, cum, m, t, w):
     ``w`` more): the inverse of the cumulative work."""
     if w <= 0:
         return t
-    lo, hi = ptr[m], ptr[m + 1]
-    target = cumulative(ptr, time, rate, cum, m, t) + w
+    return reach(time, rate, cum, ptr[m], ptr[m + 1], t,
+                 cumulative(ptr, time, rate, cum, m, t) + w)
+
+
+@numba.njit(cache=True)
+def reach(time, rate, cum, lo, hi, t, target):
+    """The least ``u >= t`` at which the cumulative work of the machine whose segments are
+    ``lo:hi`` reaches ``target`` (inf if it never does); ``t`` lies in segment ``lo`` or
+    later."""
     # the first segment whose end value reaches the target (the last one never ends)
     k = lo + np.searchsorted(cum[lo + 1:hi], target, side="left")
     if rate[k] <= 0:

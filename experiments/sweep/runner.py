@@ -128,6 +128,23 @@ def run_sweep(spec: Spec, out: str, *, scheduler: str | None = None,
     return report
 
 
+def completed_sweep(spec: Spec, out: str, **options):
+    """An experiment's door: run ``spec`` into the store ``out`` (``run_sweep``'s
+    ``options``; resumable) and return the store's DuckDB connection
+    (:func:`~experiments.sweep.store.open_results`) once every run is recorded.
+
+    Raises
+    ------
+    RuntimeError
+        Some runs failed (each with its error, from the report).
+    """
+    from experiments.sweep.store import open_results
+    report = run_sweep(spec, out, **options)
+    if report.failed:
+        raise RuntimeError("runs failed:\n" + report.format())
+    return open_results(out)
+
+
 def _submit_and_collect(client, spec, out, todo, report, progress, failed):
     from distributed import as_completed
     from distributed.client import FutureCancelledError
