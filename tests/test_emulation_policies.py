@@ -49,8 +49,10 @@ RATE = 20e6
 MB = 1_000_000
 MEASURED_RTOL = 0.12
 """Tolerance on link capacity and flow bytes for measured segments."""
-WINDOW = 0.1
-"""Measured segments are checked over pieces of at least this many seconds."""
+WINDOW = 0.2
+"""Measured segments are checked over pieces of at least this many seconds (at 0.1 s a
+hand-off's few ms of timestamp jitter and socket-buffer drain read as 22.4 Mbit/s on a
+20 Mbit/s link in CI; an overbooked link still shows as about twice its rate)."""
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="the Mininet emulation needs root (namespaces, OVS)")

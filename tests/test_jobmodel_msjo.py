@@ -391,7 +391,7 @@ def test_bad_shuffled_msjo_input_exits_2_with_one_line(tmp_path, change, bad, me
 
 
 @pytest.mark.parametrize("param, message", [
-    ("shuffle_bytes=-1", "--param shuffle_bytes=-1.0: must be >= 0"),
+    ("shuffle_bytes=-1", "--param shuffle_bytes=-1.0: must be a finite number >= 0"),
     ("length_scale=0", "--param length_scale=0.0: must be > 0"),
     ("mean_maps=0", "--param mean_maps=0.0: must be > 0"),
 ])
