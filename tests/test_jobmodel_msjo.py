@@ -162,6 +162,20 @@ def task(tid, p=2.0, **kw) -> dict:
     return {"id": tid, "size": 1.0, "placement": {"m0": p, "m1": p}, **kw}
 
 
+def assert_one_error_line(p, policy: str, bad: str, message: str) -> None:
+    """``coflowemu run p --policy policy`` exits 2 with one stderr line naming ``p``, the
+    line of the element with id ``bad``, and ``message``; nothing on stdout."""
+    out = coflowemu("run", p, "--policy", policy, "--json")
+    assert out.returncode == 2, out.stderr
+    assert out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    line = next(n for n, x in enumerate(p.read_text().splitlines(), 1)
+                if f'"id": "{bad}"' in x)
+    assert lines[0].startswith(f"coflowemu: error: {p}:{line}: "), lines[0]
+    assert message in lines[0]
+
+
 @pytest.mark.parametrize("maps, reduces, job, bad, message", [
     ([task("a0", delay=-1.0)], [task("b0")], {}, "a0",
      "delay: task 'a0': delay must be >= 0, got -1.0"),
@@ -182,15 +196,7 @@ def test_bad_msjo_input_exits_2_with_one_line_naming_file_line_and_field(
         tmp_path, maps, reduces, job, bad, message):
     p = tmp_path / "bad.json"
     write_lines(p, msjo_doc(maps, reduces, **job))
-    out = coflowemu("run", p, "--policy", "mars", "--json")
-    assert out.returncode == 2, out.stderr
-    assert out.stdout == ""
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1, out.stderr
-    line = next(n for n, x in enumerate(p.read_text().splitlines(), 1)
-                if f'"id": "{bad}"' in x)
-    assert lines[0].startswith(f"coflowemu: error: {p}:{line}: "), lines[0]
-    assert message in lines[0]
+    assert_one_error_line(p, "mars", bad, message)
 
 
 def test_a_delay_outside_an_msjo_workload_is_a_user_error(tmp_path):
@@ -379,15 +385,7 @@ def shuffle_doc(**change) -> dict:
 def test_bad_shuffled_msjo_input_exits_2_with_one_line(tmp_path, change, bad, message):
     p = tmp_path / "bad.json"
     write_lines(p, shuffle_doc(**change))
-    out = coflowemu("run", p, "--policy", "mars+sebf", "--json")
-    assert out.returncode == 2, out.stderr
-    assert out.stdout == ""
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1, out.stderr
-    line = next(n for n, x in enumerate(p.read_text().splitlines(), 1)
-                if f'"id": "{bad}"' in x)
-    assert lines[0].startswith(f"coflowemu: error: {p}:{line}: "), lines[0]
-    assert message in lines[0]
+    assert_one_error_line(p, "mars+sebf", bad, message)
 
 
 @pytest.mark.parametrize("param, message", [

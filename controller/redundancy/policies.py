@@ -96,6 +96,17 @@ def policy_code(name: str) -> int:
 
 
 @numba.njit(cache=True)
+def _single(order, lo, hi, cj, cm, cs, nc):
+    """One copy with share 1 for each job ``order[lo:hi]``, on machines 0, 1, ..."""
+    for i in range(lo, hi):
+        cj[nc] = order[i]
+        cm[nc] = i - lo
+        cs[nc] = 1.0
+        nc += 1
+    return nc
+
+
+@numba.njit(cache=True)
 def _spread(order, lo, hi, N, first_extra, cj, cm, cs, nc):
     """Jobs ``order[lo:hi]`` (k < N of them) share the ``N`` machines as copies:
     ``floor(N/k)`` each, the rest to the first (``first_extra``) or the last job."""
@@ -141,12 +152,7 @@ def allocate(code, order, n, N, beta, cj, cm, cs):
         return 0
     if code == 0 or code == 1:                       # srpt+r, srpt
         if n >= N or code == 1:
-            for i in range(min(n, N)):
-                cj[nc] = order[i]
-                cm[nc] = i
-                cs[nc] = 1.0
-                nc += 1
-            return nc
+            return _single(order, 0, min(n, N), cj, cm, cs, nc)
         return _spread(order, 0, n, N, True, cj, cm, cs, nc)
     lo = 0
     if code == 4 or code == 5:                       # laps: the ceil(beta n) newest
@@ -155,24 +161,14 @@ def allocate(code, order, n, N, beta, cj, cm, cs):
         lo = n - k
         if k <= N:
             if code == 5:
-                for i in range(lo, n):
-                    cj[nc] = order[i]
-                    cm[nc] = i - lo
-                    cs[nc] = 1.0
-                    nc += 1
-                return nc
+                return _single(order, lo, n, cj, cm, cs, nc)
             return _spread(order, lo, n, N, True, cj, cm, cs, nc)
         return _share(order, lo, n, N, cj, cm, cs, nc)
     # fair+r (2), fair-share (3)
     if n >= N:
         return _share(order, 0, n, N, cj, cm, cs, nc)
     if code == 3:
-        for i in range(n):
-            cj[nc] = order[i]
-            cm[nc] = i
-            cs[nc] = 1.0
-            nc += 1
-        return nc
+        return _single(order, 0, n, cj, cm, cs, nc)
     return _spread(order, 0, n, N, False, cj, cm, cs, nc)
 
 
