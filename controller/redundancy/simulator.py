@@ -44,7 +44,7 @@ from controller.redundancy.policies import (SRPT_ORDER, allocate, keep_machines,
                                             policy_code)
 from controller.redundancy.speed import Speed, reach
 
-__all__ = ["Instance", "Run", "simulate"]
+__all__ = ["Instance", "Run", "simulate", "horizon_of"]
 
 #: a job whose remaining work falls below this fraction of its work has departed
 REL_TOL = 1e-10
@@ -187,11 +187,7 @@ def simulate(instance: Instance, policy: str, *, beta: float | None = None,
     wall = _time.perf_counter()
     inst = instance
     n = inst.n_jobs
-    until = (float(inst.arrival[-1]) + float(inst.work.sum()) + 1.0) if n else 1.0
-    if callable(inst.speed):       # a horizon the jobs will not outlive, else draw further
-        sp0 = inst.speed(1.0)
-        until = (float(inst.arrival[-1]) + 2.0 * float(inst.work.sum()) / sp0.n +
-                 10.0 * float(inst.work.max()) + 100.0) if n else 1.0
+    until = horizon_of(inst)
     while True:
         sp = inst.speed_until(until)
         res = _run(inst.arrival, inst.work, policy_code(name), sp.n, b, sp.ptr, sp.time,
@@ -212,6 +208,19 @@ def simulate(instance: Instance, policy: str, *, beta: float | None = None,
                   "start": res[7][:k], "end": res[8][:k], "share": res[9][:k]}
     return Run(inst, name, b, sp, comp, int(checkpoints), crossed,
                _time.perf_counter() - wall, copies)
+
+
+def horizon_of(instance: Instance) -> float:
+    """How far to draw the speed processes first: a time the jobs will not outlive
+    (constant speeds: all the work on one machine at rate 1 after the last arrival;
+    processes drawn on demand: a generous multiple), else a run draws further."""
+    inst = instance
+    if not inst.n_jobs:
+        return 1.0
+    if callable(inst.speed):
+        return (float(inst.arrival[-1]) + 2.0 * float(inst.work.sum()) / inst.speed(1.0).n
+                + 10.0 * float(inst.work.max()) + 100.0)
+    return float(inst.arrival[-1]) + float(inst.work.sum()) + 1.0
 
 
 # ------------------------------------------------------------------------ the kernel
