@@ -229,6 +229,7 @@ class MininetRun:
                  nice: int = -10, interactive: bool = False, exact_state: bool = False,
                  network_options: dict | None = None):
         from controller.policies import PolicyError, get_policy
+        from controller.policies.base import policy_label
         self.joint = None
         if hasattr(workload, "machines"):   # a JointWorkload: "compute+network"
             from controller.policyspec import split_policy
@@ -261,7 +262,7 @@ class MininetRun:
         else:
             self.policy = get_policy(policy, **(network_options or {})) \
                 if isinstance(policy, str) else policy
-            self.policy_name = getattr(self.policy, "name", "") or type(self.policy).__name__
+            self.policy_name = policy_label(self.policy)
         self.workload = workload
         self.interactive = interactive
         self.exact_state = exact_state
