@@ -51,6 +51,7 @@ from controller.runtime import RunConfig
 from emulate.mininet import clean as cleaner
 from emulate.engines import EngineError, Interrupted
 from emulate.io.records import RunResult, Segments
+from emulate.mininet.lock import hold as machine_lock
 from topologies.mininet_topo import (ParallelTopo, build_network, choose_datapath,
                                      host_name, stop_network, switch_intf)
 
@@ -308,8 +309,8 @@ class MininetRun:
     # ------------------------------------------------------------------ run
     def run(self, progress=None) -> RunResult:
         preflight()
-        wall = time.perf_counter()
-        with _sigterm_raises():
+        with _sigterm_raises(), machine_lock():
+            wall = time.perf_counter()
             try:
                 self._setup()
                 out = self._wait(progress)
@@ -619,7 +620,7 @@ def open_topology(fabric, *, datapath: str | None = None, quiet: bool = True):
     preflight()
     w = Workload(fabric, ())
     session = MininetRun(w, "fifo", datapath=datapath, quiet=quiet, interactive=True)
-    with _sigterm_raises():
+    with _sigterm_raises(), machine_lock():
         try:
             session._setup()
             yield session.net
