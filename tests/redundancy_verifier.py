@@ -6,8 +6,9 @@
 * at most ``N`` machines, and on every machine the shares of the copies running at any
   time sum to at most 1;
 * checkpoints only at events: a copy segment starts and ends only at an event (an
-  arrival or a departure, read off the job records) or at a change point of its
-  machine's speed;
+  arrival or a departure, read off the job records; with slotted decisions, the end of
+  the slot in which one happened, or the segment's own job's departure) or at a change
+  point of its machine's speed;
 * each job's work is completed at the machines' actual rates: each segment's work is
   re-integrated from the reported speed segments (share x integral of the rate), the
   job's gain between two consecutive events is its best copy's, and the gains add up to
@@ -50,7 +51,8 @@ def _rate_integral(points, a, b):
 
 
 def verify(jobs: list[dict], segments: list[dict], machines: int, *,
-           tol: float = 1e-7, work_tol: float = 1e-6, transfers: list | None = None) -> dict:
+           tol: float = 1e-7, work_tol: float = 1e-6, transfers: list | None = None,
+           slot: float | None = None) -> dict:
     """Raise :class:`RecordError` where the records break a rule (module docstring);
     return per job its re-integrated work.
 
@@ -61,7 +63,9 @@ def verify(jobs: list[dict], segments: list[dict], machines: int, *,
     ``jobs``: ``{"id", "arrival", "work", "completion"}``; ``segments``: the copy lines
     ``{"job", "copy", "machine", "start", "end", "share", "work"}`` and the speed lines
     ``{"machine", "start", "end", "rate"}``; ``transfers``: ``{"coflow", "job",
-    "release", "from", "to", "completion", "abandoned"}`` (module docstring)."""
+    "release", "from", "to", "completion", "abandoned"}`` (module docstring); ``slot``:
+    decisions only at the multiples of it that follow an arrival or a departure (a
+    copy may also end at its own job's departure inside a slot)."""
     copies = [s for s in segments if "job" in s]
     speed = defaultdict(list)
     for s in segments:
@@ -73,6 +77,8 @@ def verify(jobs: list[dict], segments: list[dict], machines: int, *,
     horizon = max([j["completion"] for j in jobs], default=0.0)
     scale = max(1.0, horizon)
     events = np.unique([j["arrival"] for j in jobs] + [j["completion"] for j in jobs])
+    if slot:                         # the decisions: the slot ends after the events
+        events = np.unique(np.ceil(events / slot) * slot)
     change = {m: {s for s, _, _ in pts} | {e for _, e, _ in pts} for m, pts in speed.items()}
 
     transfers = transfers or []
@@ -110,6 +116,8 @@ def verify(jobs: list[dict], segments: list[dict], machines: int, *,
         if not 0 < s["share"] <= 1 + tol:
             raise RecordError(f"share {s['share']} of job {s['job']!r} out of (0, 1]")
         for x in (s["start"], s["end"]):
+            if x == s["end"] and abs(x - j["completion"]) <= tol * scale:
+                continue                                  # its own departure
             if not at_event(x, s["machine"], s["job"] if x == s["start"] else None):
                 raise RecordError(f"job {s['job']!r} copy {s['copy']} changes at {x}: neither "
                                   f"an arrival, a departure nor a speed change of "

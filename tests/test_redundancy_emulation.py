@@ -53,7 +53,7 @@ def raw_from_simulator(jw, policy):
         "checkpoints": run.checkpoints, "speed_horizon": 1e9}}, run
 
 
-@pytest.mark.parametrize("policy", ["srpt+r", "fair+r", "laps+r:0.3"])
+@pytest.mark.parametrize("policy", ["srpt+r", "fair+r", "laps+r@beta=0.3"])
 def test_the_records_of_an_exact_emulation_are_the_simulators(policy):
     jw = small(horizon=20.0)
     out, run = raw_from_simulator(jw, policy)
@@ -134,11 +134,11 @@ def test_a_bad_policy_is_refused_before_the_emulation_starts(tmp_path):
     from emulate.io.traces import joint_to_dict
     w = tmp_path / "w.json"
     w.write_text(json.dumps(joint_to_dict(small(horizon=5.0))))
-    out = subprocess.run([CLI, "run", str(w), "--policy", "laps+r:2", "--engine", "mininet",
+    out = subprocess.run([CLI, "run", str(w), "--policy", "laps+r@beta=2", "--engine", "mininet",
                           "--json"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.strip().splitlines() == [
-        "coflowemu: error: beta of laps+r must be in (0, 1], got '2'"]
+        "coflowemu: error: beta of laps+r must be in (0, 1], got 2"]
 
 
 def test_a_speed_process_too_long_for_one_agent_message_is_a_workload_error():

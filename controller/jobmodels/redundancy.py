@@ -9,7 +9,8 @@ a ``speed`` (:mod:`controller.redundancy.speed`: ``{"model": "ap-up", ..., "seed
 at rate 1. No coflows, no arcs: the jobs are independent.
 
 The policies are :data:`controller.redundancy.POLICIES` (``srpt+r``, ``srpt``,
-``fair+r``, ``fair-share``, ``laps+r``, ``laps``; ``laps+r:0.3`` sets beta). The model is
+``fair+r``, ``fair-share``, ``laps+r``, ``laps``; their options in the name:
+``laps+r@beta=0.3``, ``srpt+r@assign=sticky``, ``srpt+r@slot=1``). The model is
 a thin shell: the exact event simulator (:func:`controller.redundancy.simulate`) runs the
 policy once, on construction (its decisions at each arrival and departure depend only on
 the past, so simulating the whole online run at once gives what re-deciding at each
@@ -37,7 +38,7 @@ import numpy as np
 
 from controller.jobmodel import JobModel, JobModelError, Piece, register
 from controller.model import WorkloadError
-from controller.redundancy.policies import POLICIES, parse
+from controller.redundancy.policies import OPTIONS, POLICIES, parse
 from controller.redundancy.simulator import Instance, Run, simulate
 from controller.redundancy.speed import speed_of
 
@@ -150,6 +151,7 @@ class RedundancyModel(JobModel):
     name = "redundancy"
     summary = "jobs with known work as redundant copies on machines of varying speed " \
               "(SRPT+R, Fair+R, LAPS+R and the same without redundancy)"
+    option_names = OPTIONS
     preemptive = True
     gang = True
 
@@ -188,20 +190,12 @@ class RedundancyModel(JobModel):
     @classmethod
     def check_policy(cls, policy: str) -> None:
         """Raise :class:`~controller.jobmodel.JobModelError` for a policy this model does not
-        run or a bad parameter (``laps+r:2``)."""
-        if not cls.runs(policy):
-            raise JobModelError(f"job model {cls.name!r} runs no compute policy {policy!r}; "
-                                f"known: {', '.join(cls.policies())}")
+        run, an unknown option or a bad value (``laps+r@beta=2``)."""
         try:
             parse(policy)
         except ValueError as e:
             raise JobModelError(str(e)) from None
 
-    @classmethod
-    def runs(cls, policy: str) -> bool:
-        """A policy of :data:`~controller.redundancy.POLICIES`, ``laps``/``laps+r`` also
-        with a beta (``laps+r:0.3``; a bad beta is reported when the run starts)."""
-        return policy.partition(":")[0] in POLICIES
 
     @classmethod
     def check_workload(cls, workload) -> None:
@@ -291,13 +285,12 @@ class RedundancyModel(JobModel):
     def records(self) -> dict:
         """Per job ``arrival``, ``work``, ``completion``, ``flowtime`` (beside the joint
         record's ``id``, ``weight``, ``release``), ``mean_flowtime``, ``total_flowtime``,
-        and how the run went (``checkpoints``, ``speed_change_points`` crossed)."""
+        and how the run went (:meth:`Run.summary
+        <controller.redundancy.simulator.Run.summary>`)."""
         run = self.run
         jobs = job_records(self.workload, self.instance, self.order, run.completion)
         return {"jobs": jobs, "mean_flowtime": run.mean_flowtime,
-                "total_flowtime": run.total_flowtime, "checkpoints": run.checkpoints,
-                "speed_change_points": run.crossed, "beta": run.beta
-                if run.policy.startswith("laps") else None}
+                "total_flowtime": run.total_flowtime, **run.summary()}
 
     def segment_records(self) -> list[dict]:
         """The copies' constant-rate segments and the speed process's (module docstring)."""

@@ -41,12 +41,13 @@ import time
 import numpy as np
 
 from controller.jobmodels.redundancy import RedundancyModel
-from controller.redundancy.policies import SRPT_ORDER, allocate, parse, policy_code
+from controller.redundancy.policies import SRPT_ORDER, allocate, keep_machines, parse
 from controller.redundancy.simulator import Run
 from controller.redundancy.speed import Speed, from_points
 from controller.runtime import EmulationRun, RunAborted, RunConfig
 
-__all__ = ["RedundancyEmulationRun", "flowtime_error", "speed_horizon", "agent_speeds"]
+__all__ = ["RedundancyEmulationRun", "emulated_policy", "flowtime_error", "speed_horizon",
+           "agent_speeds"]
 
 ANSWER_TIMEOUT = 5.0
 """Seconds an agent has to answer ``copy_run`` / ``copy_stop`` before the run fails."""
@@ -88,15 +89,35 @@ def agent_speeds(run: Run) -> Speed:
     return from_points(pts, peak=run.speed.peak)
 
 
+def emulated_policy(policy: str):
+    """The :class:`~controller.redundancy.policies.Choice` of a policy the emulation runs.
+
+    Raises
+    ------
+    PolicyError
+        A bad policy or option, or ``slot`` (slotted decisions are the simulator's: the
+        emulation decides at the events it sees)."""
+    from controller.policies import PolicyError
+    try:
+        ch = parse(policy)
+    except ValueError as e:
+        raise PolicyError(str(e)) from None
+    if ch.slot:
+        raise PolicyError(f"{policy!r}: slotted decisions (slot) are the simulator's; the "
+                          f"emulation decides at the events it sees")
+    return ch
+
+
 class RedundancyEmulationRun(EmulationRun):
     """See the module docstring. ``workload``: a JointWorkload of the redundancy model;
-    ``policy``: one of its policies (``srpt+r``, ``laps+r:0.3``, ...)."""
+    ``policy``: one of its policies with its options (``srpt+r``, ``laps+r@beta=0.3``,
+    ``srpt+r@assign=sticky``; slotted decisions are the simulator's only)."""
 
     def __init__(self, cfg: RunConfig, workload, policy: str, switches=None):
         self.jw = workload
         self.model = RedundancyModel(workload, policy)     # the simulator's prediction
-        name, self.beta = parse(policy)
-        self.code = policy_code(name)
+        ch = emulated_policy(policy)
+        self.beta, self.code, self.sticky = ch.beta, ch.code, ch.assign == "sticky"
         self.policy_name = policy
         inst = self.model.instance
         self.arrival, self.work = inst.arrival, inst.work
@@ -116,6 +137,8 @@ class RedundancyEmulationRun(EmulationRun):
         cap = max(N, n) + 1
         self._cj, self._cm = np.empty(cap, np.int64), np.empty(cap, np.int64)
         self._cs = np.empty(cap)
+        self._owner, self._head = np.full(N, -1, np.int64), np.full(n, -1, np.int64)
+        self._link, self._phys = np.empty(N, np.int64), np.empty(N, np.int64)
         self.stats.update({"checkpoint_ms": [], "copy_late_ms": [], "arrival_lag_ms": [],
                            "departure_lag_ms": []})
 
@@ -131,6 +154,8 @@ class RedundancyEmulationRun(EmulationRun):
         cj, cm, cs = self._cj, self._cm, self._cs
         allocate(self.code, np.arange(min(2, len(self.rem)), dtype=np.int64),
                  min(2, len(self.rem)), self.N, self.beta, cj, cm, cs)
+        keep_machines(0, cj, cm, self.N, self._owner.copy(), self._head.copy(),
+                      self._link, self._phys)
 
     def all_done(self) -> bool:
         return bool(self.done.all())
@@ -222,6 +247,9 @@ class RedundancyEmulationRun(EmulationRun):
             active = active[np.lexsort((active, self.rem[active]))]
         nc = allocate(self.code, active.astype(np.int64), len(active), self.N, self.beta,
                       self._cj, self._cm, self._cs)
+        if self.sticky:
+            keep_machines(nc, self._cj, self._cm, self.N, self._owner, self._head,
+                          self._link, self._phys)
         msgs, meta, ncopy = [], [], {}
         for k in range(nc):
             j, m, sh = int(self._cj[k]), int(self._cm[k]), float(self._cs[k])

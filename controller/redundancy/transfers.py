@@ -49,9 +49,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from controller.redundancy.policies import (SRPT_ORDER, allocate, keep_machines, parse,
-                                            policy_code)
-from controller.redundancy.simulator import REL_TOL, Instance, Run, horizon_of
+from controller.redundancy.policies import SRPT_ORDER, allocate, keep_machines, parse
+from controller.redundancy.simulator import REL_TOL, Instance, Run, boundary, horizon_of
 
 __all__ = ["Transfer", "CheckpointState", "simulate_transfers", "GAIN_TOL"]
 
@@ -189,7 +188,8 @@ def transfer_id(ids, x: Transfer) -> str:
 
 
 def simulate_transfers(instance: Instance, policy: str, nbytes, network, *,
-                       beta: float | None = None, assign: str = "index"):
+                       beta: float | None = None, assign: str | None = None,
+                       slot: float | None = None):
     """Run ``instance`` under ``policy`` with checkpoint transfers (module docstring):
     exact and event-driven, the checkpoints (arrivals, departures) interleaved with the
     network's transfer completions.
@@ -197,7 +197,8 @@ def simulate_transfers(instance: Instance, policy: str, nbytes, network, *,
     Parameters
     ----------
     instance : Instance
-    policy, beta, assign : as :func:`controller.redundancy.simulate`
+    policy, beta, assign, slot : as :func:`controller.redundancy.simulate` (with slots,
+        a transfer completes when it does, and its copies start then, inside the slot)
     nbytes : float array, per job of ``instance`` its ``checkpoint_bytes``
     network : the fabric, with ``send(transfers, abandoned, t)`` (release the new
         :class:`Transfer` coflows and remove the abandoned ones at ``t``) and
@@ -214,20 +215,17 @@ def simulate_transfers(instance: Instance, policy: str, nbytes, network, *,
     ValueError
         As :func:`~controller.redundancy.simulate`.
     """
-    name, b = parse(policy)
-    if beta is not None and name.startswith("laps"):
-        name, b = parse(f"{name}:{beta}")
-    if assign not in ("index", "sticky"):
-        raise ValueError(f"assign must be 'index' or 'sticky', got {assign!r}")
+    ch = parse(policy, beta=beta, assign=assign, slot=slot)
+    b, slot = ch.beta, ch.slot
     wall = _time.perf_counter()
     inst = instance
     J = inst.n_jobs
     until = horizon_of(inst)
     sp = inst.speed_until(until)
     N = sp.n
-    code = policy_code(name)
+    code = ch.code
     srpt = code in SRPT_ORDER
-    sticky = assign == "sticky"
+    sticky = ch.assign == "sticky"
     state = CheckpointState(nbytes)
     work, arrival = inst.work, inst.arrival
     rem = work.astype(np.float64).copy()
@@ -248,7 +246,7 @@ def simulate_transfers(instance: Instance, policy: str, nbytes, network, *,
 
     while nxt < J or active:
         if not active and arrival[nxt] > t:
-            t, _ = network.advance(float(arrival[nxt]))
+            t, _ = network.advance(boundary(float(arrival[nxt]), slot))
         while nxt < J and arrival[nxt] <= t:
             active.append(nxt)
             nxt += 1
@@ -256,17 +254,18 @@ def simulate_transfers(instance: Instance, policy: str, nbytes, network, *,
         gains: dict[int, list] = {}
         for j, k, m, sh, s0, _ in copies:
             g = 0.0
+            end = min(t, dep[j])                  # (a departure inside a slot: its own)
             if not np.isnan(s0):
                 g = sh * sp.work(m, s0, t)
-                if t > s0:
-                    for col, v in zip(rec.values(), (j, k, m, s0, t, sh)):
+                if end > s0:
+                    for col, v in zip(rec.values(), (j, k, m, s0, end, sh)):
                         col.append(v)
             gains.setdefault(j, []).append((m, g))
         dropped = []
         for j, gs in gains.items():
             best = max(g for _, g in gs)
             if dep[j] <= t or rem[j] - best <= REL_TOL * work[j]:
-                rem[j], comp[j] = 0.0, t
+                rem[j], comp[j] = 0.0, min(t, dep[j])
                 dropped += state.abandon(j, t)
             else:
                 rem[j] -= best
@@ -303,8 +302,8 @@ def simulate_transfers(instance: Instance, policy: str, nbytes, network, *,
         # run to the next checkpoint: the network's transfer completions start copies
         while True:
             tn = float(arrival[nxt]) if nxt < J else np.inf
-            tn = min(tn, float(min((dep[j] for j in {cp[0] for cp in copies}),
-                                   default=np.inf)))
+            tn = boundary(min(tn, float(min((dep[j] for j in {cp[0] for cp in copies}),
+                                            default=np.inf))), slot)
             waiting = any(cp[5] is not None for cp in copies)
             if tn == np.inf and not waiting:
                 if copies or active:
@@ -336,6 +335,6 @@ def simulate_transfers(instance: Instance, policy: str, nbytes, network, *,
             for k, v in rec.items()}
     order = np.lexsort((recd["copy"], recd["job"], recd["start"]))
     recd = {k: v[order] for k, v in recd.items()}
-    run = Run(inst, name, b, sp, comp, checkpoints, crossed, _time.perf_counter() - wall,
-              recd)
+    run = Run(inst, ch.name, b, sp, comp, checkpoints, crossed,
+              _time.perf_counter() - wall, recd, ch.assign, slot)
     return run, state

@@ -111,11 +111,10 @@ def simulate_redundancy(jw, policy: str, *, segments: bool = False,
         raise WorkloadError(f"workload {jw.name!r} under {compute}: {e}",
                             field="speed") from None
     net.net.finish()
-    free = simulate(inst, compute)
-    extra = {"checkpoints": run.checkpoints, "speed_change_points": run.crossed,
-             "beta": run.beta if run.policy.startswith("laps") else None}
-    extra["jobs"] = job_records(jw, inst, order, run.completion)
-    extra["mean_flowtime"], extra["total_flowtime"] = run.mean_flowtime, run.total_flowtime
+    free = simulate(inst, compute)                       # the same, checkpoints free
+    extra = {"jobs": job_records(jw, inst, order, run.completion),
+             "mean_flowtime": run.mean_flowtime, "total_flowtime": run.total_flowtime,
+             **run.summary()}
     extra["transfers"] = state.records(inst.ids, jw.compute.arrays.machine_ids)
     extra["checkpoint_cost"] = checkpoint_cost(state, run, free, net.net)
     res = _joint_result(jw, policy, run, order, net.net, _time.perf_counter() - wall, extra,
