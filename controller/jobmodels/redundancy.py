@@ -216,15 +216,6 @@ class RedundancyModel(JobModel):
                                          .tasks) != 1:
                 raise WorkloadError(f"job {j.id!r}: a redundancy job is one stage of one "
                                     f"task", field="stages")
-        ports = workload.fabric.ports
-        if len(workload.machines) > ports:
-            moving = next((t for s in workload.stages for t in s.tasks
-                           if t.checkpoint_bytes > 0), None)
-            if moving is not None:
-                raise WorkloadError(
-                    f"task {moving.id!r} moves its checkpoints (checkpoint_bytes) over the "
-                    f"fabric, whose {ports} ports cannot host the {len(workload.machines)} "
-                    f"machines (machine i is the host on port i)", field="checkpoint_bytes")
 
     # ------------------------------------------------------------------ hosts
     def capacity(self, machine: int) -> float:

@@ -40,11 +40,14 @@ import time
 
 import numpy as np
 
-from controller.jobmodels.redundancy import RedundancyModel
+from controller.jobmodels.redundancy import RedundancyModel, checkpoint_sizes
 from controller.redundancy.policies import SRPT_ORDER, allocate, keep_machines, parse
 from controller.redundancy.simulator import Run
 from controller.redundancy.speed import Speed, from_points
-from controller.runtime import EmulationRun, RunAborted, RunConfig
+from controller.joint_runtime import ResidualPolicy
+from controller.redundancy.transfers import CheckpointState, Transfer, transfer_id
+from controller.classes import N_DATA_CLASSES, tos_of
+from controller.runtime import IDLE, PAUSED, EmulationRun, RunAborted, RunConfig
 
 __all__ = ["RedundancyEmulationRun", "emulated_policy", "flowtime_error", "speed_horizon",
            "agent_speeds"]
@@ -113,7 +116,8 @@ class RedundancyEmulationRun(EmulationRun):
     ``policy``: one of its policies with its options (``srpt+r``, ``laps+r@beta=0.3``,
     ``srpt+r@assign=sticky``; slotted decisions are the simulator's only)."""
 
-    def __init__(self, cfg: RunConfig, workload, policy: str, switches=None):
+    def __init__(self, cfg: RunConfig, workload, policy: str, make_policy=None,
+                 switches=None):
         self.jw = workload
         self.model = RedundancyModel(workload, policy)     # the simulator's prediction
         ch = emulated_policy(policy)
@@ -125,7 +129,20 @@ class RedundancyEmulationRun(EmulationRun):
         self.N = N
         self.horizon = speed_horizon(self.model.run)
         self.speed = agent_speeds(self.model.run)
-        super().__init__(cfg, workload.network, policy, switches)
+        self.ckpt = CheckpointState(checkpoint_sizes(workload, self.model.order))
+        self.transfers = bool(np.any(self.ckpt.nbytes > 0))
+        if self.transfers and make_policy is None:
+            from controller.policies import PolicyError
+            raise PolicyError(f"{policy!r} names no network policy, and the workload's jobs "
+                              f"move their checkpoints (checkpoint_bytes): name one, e.g. "
+                              f"{policy}+sebf")
+        net = ResidualPolicy(make_policy) if self.transfers else policy
+        super().__init__(cfg, workload.network, net, switches)
+        self.residual = net if self.transfers else None
+        self.coflow_of: dict[int, int] = {}    # transfer -> the run's coflow
+        self.transfer_of: dict[int, Transfer] = {}   # the run's coflow -> transfer
+        self.waiting: dict[int, list] = {}     # transfer -> [(job, copy, machine, share)]
+        self._arrived: list[int] = []          # coflows completed during a network step
         self.rem = inst.work.astype(np.float64).copy()
         self.arrived = np.zeros(n, dtype=bool)
         self.done = np.zeros(n, dtype=bool)
@@ -161,7 +178,17 @@ class RedundancyEmulationRun(EmulationRun):
         return bool(self.done.all())
 
     def busy(self) -> bool:
-        return bool(self.live) or any(t.kind == "arrival" for t in self.timers)
+        return bool(self.live) or any(t.kind == "arrival" for t in self.timers) or \
+            super().busy()
+
+    def prewarm_pairs(self) -> set:
+        """With transfers, every ordered pair of machines (a state may go anywhere)."""
+        n = self.N if self.transfers else 0
+        return {(s, d) for s in range(n) for d in range(n) if s != d}
+
+    def _coflow_done(self, k: int, tw: float) -> None:
+        self._arrived.append(k)
+        super()._coflow_done(k, tw)
 
     def on_t0(self) -> None:
         for r in np.unique(self.arrival).tolist():
@@ -196,10 +223,12 @@ class RedundancyEmulationRun(EmulationRun):
                     self.stats["departure_lag_ms"].append((time.time() - t) * 1e3)
                     self._end_copy(seg, t, progress, True)
                     event = True
-            elif kind != "release":       # the network run's releases: no coflows here
+            elif kind != "release":       # the network's events (transfers), the rest
                 other.append(ev)
         if other:
             first = super()._handle(other, first)
+        if self._arrived:
+            self._transfers_arrived()
         if event:
             self._checkpoint()
         return first
@@ -229,19 +258,24 @@ class RedundancyEmulationRun(EmulationRun):
 
     def _checkpoint(self) -> None:
         """Stop the running copies, clone the best one's state, re-decide (module
-        docstring)."""
+        docstring); with transfers, send the state where it is missing."""
         tp = time.perf_counter()
         self.checkpoints += 1
+        tw = max(self.now_w(), 0.0)
         segs = list(self.live)
         answers = self._ask([(self.live[s][2], {"op": "copy_stop", "seg": s}) for s in segs])
-        best: dict[int, float] = {}
+        gains: dict[int, list] = {}
         for s, ans in zip(segs, answers):
-            j = self.live[s][0]
-            best[j] = max(best.get(j, 0.0), float(ans["progress"]))
+            j, c, m = self.live[s][:3]
+            gains.setdefault(j, []).append((c, m, float(ans["progress"])))
             self._end_copy(s, float(ans["t"]), float(ans["progress"]), bool(ans["finished"]))
-        for j, g in best.items():
+        abandoned = []
+        for j, gs in gains.items():
             if not self.done[j]:
-                self.rem[j] = max(self.rem[j] - g, 0.0)
+                self.rem[j] = max(self.rem[j] - max(g for _, _, g in gs), 0.0)
+                abandoned += self.ckpt.checkpoint(j, [(m, g) for _, m, g in sorted(gs)], tw)
+        for j in np.flatnonzero(self.done):
+            abandoned += self.ckpt.abandon(int(j), tw)
         active = np.flatnonzero(self.arrived & ~self.done)
         if self.code in SRPT_ORDER:      # least remaining first, ties: earlier arrival
             active = active[np.lexsort((active, self.rem[active]))]
@@ -250,11 +284,31 @@ class RedundancyEmulationRun(EmulationRun):
         if self.sticky:
             keep_machines(nc, self._cj, self._cm, self.N, self._owner, self._head,
                           self._link, self._phys)
-        msgs, meta, ncopy = [], [], {}
-        for k in range(nc):
-            j, m, sh = int(self._cj[k]), int(self._cm[k]), float(self._cs[k])
-            c = ncopy.get(j, 0)
-            ncopy[j] = c + 1
+        now, new, ncopy = [], [], {}
+        self.waiting = {}
+        for j in dict.fromkeys(int(x) for x in self._cj[:nc]):
+            sel = np.flatnonzero(self._cj[:nc] == j)
+            ms = [int(m) for m in self._cm[sel]]
+            waits, x = self.ckpt.place(j, ms, tw)
+            if x is not None:
+                new.append(x)
+            for c, (m, w) in enumerate(zip(ms, waits)):
+                cp = (j, c, m, float(self._cs[sel[c]]))
+                if w is None:
+                    now.append(cp)
+                else:
+                    self.waiting.setdefault(w.id, []).append(cp)
+        self._start(now)
+        if new or abandoned:
+            self._send(new, abandoned, tw)
+        self.stats["checkpoint_ms"].append((time.perf_counter() - tp) * 1e3)
+        self.decision(event="checkpoint", jobs=len(active), copies=nc, transfers=len(new),
+                      abandoned=len(abandoned))
+
+    def _start(self, copies) -> None:
+        """Start ``copies`` = [(job, copy, machine, share)] on their agents now."""
+        msgs, meta = [], []
+        for j, c, m, sh in copies:
             seg = self.nseg
             self.nseg += 1
             msgs.append((m, {"op": "copy_run", "seg": seg, "share": sh,
@@ -263,8 +317,63 @@ class RedundancyEmulationRun(EmulationRun):
             meta.append((seg, j, c, m, sh))
         for (seg, j, c, m, sh), ans in zip(meta, self._ask(msgs)):
             self.live[seg] = (j, c, m, sh, float(ans["t"]))
-        self.stats["checkpoint_ms"].append((time.perf_counter() - tp) * 1e3)
-        self.decision(event="checkpoint", jobs=len(active), copies=nc)
+
+    # ------------------------------------------------------------------ transfers
+    def _send(self, new, abandoned, tw: float) -> None:
+        """Release the transfers ``new`` as coflows (real flows between the agents, from
+        the leader's host to each destination's) and abandon ``abandoned`` (their flows
+        paused at their agents for good), then restart the network policy on what is
+        left."""
+        from controller.model import Coflow, Flow, FlowArrays, Workload
+        for x in abandoned:
+            k = self.coflow_of[x.id]
+            live = [int(f) for f in self.arrays.flows_of(k) if not self.flow_done[f]]
+            updates: dict[int, list] = {}
+            for f in live:
+                self.lifecycle.eligible[f] = False
+                if self.status[f] != IDLE:           # its connection is not reused
+                    self.status[f], self.est_rate[f] = PAUSED, 0.0
+                    updates.setdefault(int(self.arrays.src[f]), []).append(
+                        {"flow": f, "tos": tos_of(N_DATA_CLASSES - 1), "paused": True,
+                         "pace_bps": None})
+            for host, items in updates.items():
+                self.agents[host].send({"op": "update", "id": 0, "flows": items})
+            self.lifecycle.complete(k, tw)
+            self.decision(event="transfer_abandoned", coflow=self.workload.coflows[k].id,
+                          flows=len(live))
+        if new:
+            ids = self.model.instance.ids
+            w = self.workload
+            cofs = [Coflow(transfer_id(ids, x), tuple(Flow(x.src, d, x.bytes) for d in x.dst),
+                           release=tw) for x in new]
+            k0 = len(w.coflows)
+            self.workload = Workload(w.fabric, tuple(w.coflows) + tuple(cofs), w.precedence,
+                                     w.jobs, name=w.name)
+            n0 = self.arrays.n_flows
+            self.arrays = FlowArrays.from_workload(self.workload)
+            self._grow_flows(self.arrays.n_flows - n0)
+            self.lifecycle.add_coflows(self.arrays, len(cofs))
+            for i, x in enumerate(new):
+                self.coflow_of[x.id], self.transfer_of[k0 + i] = k0 + i, x
+                self.decision(event="transfer", coflow=cofs[i].id, src=x.src, dst=x.dst,
+                              bytes=x.bytes)
+        self.residual.restart(self, np.ones(self.arrays.n_coflows, dtype=bool))
+        self._make_ready()
+        if (~self.lifecycle.done).any():
+            self._replan("start", time.time())
+
+    def _transfers_arrived(self) -> None:
+        """Transfers whose coflow completed: their machines hold the state, the copies
+        waiting for them start now."""
+        arrived, self._arrived = self._arrived, []
+        start = []
+        for k in arrived:
+            x = self.transfer_of.get(k)
+            if x is None or not x.in_flight:
+                continue                              # abandoned (or not a transfer)
+            self.ckpt.arrived(x, float(self.lifecycle.completion[k]))
+            start += self.waiting.pop(x.id, [])
+        self._start(start)
 
     # ------------------------------------------------------------------ result
     def result(self) -> dict:
@@ -278,7 +387,17 @@ class RedundancyEmulationRun(EmulationRun):
                                         "progress"), cols)},
             "checkpoints": self.checkpoints,
             "speed_horizon": self.horizon,
+            "transfers": self.ckpt.records(self.model.instance.ids,
+                                            self.jw.compute.arrays.machine_ids),
         }
+        if self.transfers:
+            a = self.arrays
+            out["redundancy"]["network"] = {
+                "coflows": [c.id for c in self.workload.coflows],
+                "release": [float(c.release) for c in self.workload.coflows],
+                "flows": [a.coflow.tolist(), a.src.tolist(), a.dst.tolist(),
+                          a.size.tolist()],
+                "received": self.rx.tolist()}
         return out
 
 
