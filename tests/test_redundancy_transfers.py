@@ -230,3 +230,29 @@ def test_generate_with_checkpoint_bytes_then_run(tmp_path):
     run = json.loads(out.stdout)
     assert run["checkpoint_cost"]["transfers"] == len(run["transfers"]) > 0
     assert len(run["coflows"]) <= len(run["transfers"])
+
+
+def test_a_sweep_spec_runs_redundancy_policies_with_their_options():
+    """A sweep spec's ``specs`` reach the options and the transfers: each run of the
+    expanded spec (executed in-process, as a Dask worker does) is the direct run's."""
+    from experiments.sweep.execute import execute
+    from experiments.sweep.spec import parse_spec
+    specs = ["srpt+r@assign=sticky+sebf", "laps+r@beta=0.3+fair", "srpt+r@slot=1+sebf"]
+    spec = parse_spec({"name": "ckpt", "bounds": ["none"],
+                       "workloads": [{"kind": "redundancy", "seeds": [2],
+                                      "params": {"machines": 4, "lam": 0.5, "horizon": 10.0,
+                                                 "checkpoint_bytes": 1e6}}],
+                       "fabrics": [{"ports": 4, "cores": 1, "rate": "100Mbps"}],
+                       "policies": [{"specs": specs}]})
+    runs = spec.runs("test")
+    assert [r.policy for r in runs] == specs
+    jw = redundancy(2, ports=4, cores=1, rate_bps=1e8, machines=4, lam=0.5, horizon=10.0,
+                    checkpoint_bytes=1e6)
+    for r in runs:
+        out = execute(r)
+        assert out.run["status"] == "ok", out.run.get("error")
+        direct = simulate_joint(jw, r.policy).to_json()
+        assert direct["checkpoint_cost"]["transfers"] > 0
+        assert len(out.jobs) == len(direct["jobs"])
+        done = sorted(j["completion"] for j in direct["jobs"])
+        assert sorted(j["completion"] for j in out.jobs) == pytest.approx(done)

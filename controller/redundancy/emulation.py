@@ -167,12 +167,30 @@ class RedundancyEmulationRun(EmulationRun):
         return {"speed": [t.tolist(), r.tolist()]}
 
     def warm_up(self) -> None:
-        """Compile the policy kernel before the clock starts."""
+        """Compile the policy kernel before the clock starts; with transfers, have a fresh
+        network policy plan a two-flow transfer once (a policy compiles or builds caches
+        on its first call: inside the run that delayed the first transfer by a second)."""
         cj, cm, cs = self._cj, self._cm, self._cs
         allocate(self.code, np.arange(min(2, len(self.rem)), dtype=np.int64),
                  min(2, len(self.rem)), self.N, self.beta, cj, cm, cs)
         keep_machines(0, cj, cm, self.N, self._owner.copy(), self._head.copy(),
                       self._link, self._phys)
+        if self.transfers and self.N > 1:
+            from controller import rates
+            from controller.lifecycle import CoflowLifecycle
+            from controller.model import Coflow, Flow, Workload
+            rates.warm_up()
+            w = Workload(self.workload.fabric, (Coflow("warm-up", (Flow(0, 1, 1e6),
+                                                                   Flow(1, 0, 1e6))),))
+            a = w.arrays
+            life = CoflowLifecycle(a)
+            life.release_due(0.0)
+            life.make_ready(0.0, np.zeros(a.n_flows, dtype=bool))
+            st = life.state(0.0, "start", w, a.size.copy(), np.zeros(a.n_coflows),
+                            np.zeros(a.n_flows, dtype=bool), np.full(a.n_flows, -1))
+            p = self.residual.make_policy()
+            p.start(w)
+            p.plan(st).validate(st)
 
     def all_done(self) -> bool:
         return bool(self.done.all())

@@ -216,11 +216,8 @@ def simulate_transfers(instance: Instance, policy: str, nbytes, network, *,
         As :func:`~controller.redundancy.simulate`.
     """
     ch = parse(policy, beta=beta, assign=assign, slot=slot)
-    b, slot = ch.beta, ch.slot
-    wall = _time.perf_counter()
-    inst = instance
-    J = inst.n_jobs
-    until = horizon_of(inst)
+    b, slot, inst, wall = ch.beta, ch.slot, instance, _time.perf_counter()
+    J, until = inst.n_jobs, horizon_of(instance)
     sp = inst.speed_until(until)
     N = sp.n
     code = ch.code
