@@ -205,3 +205,48 @@ def test_emulated_checkpoint_transfers_are_real_flows(tmp_path):
     assert sim["transfers"] > 0
     assert abs(doc["mean_flowtime"] - sim["mean_flowtime"]) < 0.3 * sim["mean_flowtime"], \
         (doc["mean_flowtime"], sim)
+
+
+def test_the_records_of_an_exact_emulation_with_transfers_are_the_simulators():
+    """The records path with checkpoint transfers: a controller result that ran exactly
+    the simulator's copies and flows gives the simulator's jobs, transfers and coflows,
+    and zero flowtime error against the prediction under the same transfers."""
+    from emulate.sim.jobsim import simulate_joint
+    jw = redundancy(3, ports=6, cores=1, rate_bps=20e6, machines=6, lam=0.6, horizon=10.0,
+                    shape=3.0, scale=10.0, ap_length=(0.5, 20.0), up_length=(0.5, 5.0),
+                    checkpoint_bytes=2e5)
+    policy = "srpt+r+sebf"
+    sim = simulate_joint(jw, policy, segments=True)
+    doc = sim.to_json()
+    model = RedundancyModel(jw, "srpt+r")
+    pos = {jid: k for k, jid in enumerate(model.instance.ids)}
+    done = {j["id"]: j["completion"] for j in doc["jobs"]}
+    segs = [s for s in sim.task_segments if "job" in s]
+    mid = {m: k for k, m in enumerate(jw.compute.arrays.machine_ids)}
+    net, a = sim.network, sim.network.workload.arrays
+    s = net.segments
+    out = {"redundancy": {
+        "completion": [done[jid] for jid in model.instance.ids],
+        "copies": {"job": [pos[x["job"]] for x in segs], "copy": [x["copy"] for x in segs],
+                   "machine": [mid[x["machine"]] for x in segs],
+                   "start": [x["start"] for x in segs], "end": [x["end"] for x in segs],
+                   "share": [x["share"] for x in segs], "progress": [x["work"] for x in segs]},
+        "checkpoints": doc["checkpoints"], "speed_horizon": 1e9,
+        "transfers": doc["transfers"],
+        "network": {"coflows": [c.id for c in net.workload.coflows],
+                    "release": [c.release for c in net.workload.coflows],
+                    "flows": [a.coflow.tolist(), a.src.tolist(), a.dst.tolist(),
+                              a.size.tolist()], "received": a.size.tolist()}},
+        "flow_completion": net.flow_completion.tolist(),
+        "coflow_completion": net.coflow_completion.tolist(),
+        "segments": {"flow": s.flow.tolist(), "core": s.core.tolist(),
+                     "start": s.start.tolist(), "end": s.end.tolist(),
+                     "rate_bps": s.rate_bps.tolist()}}
+    emu = redundancy_result(jw, policy, out, 1.0, {}).to_json()
+    assert emu["flowtime_error"]["max"] == pytest.approx(0.0, abs=1e-9)
+    assert emu["simulator"]["transfers"] == doc["checkpoint_cost"]["transfers"] > 0
+    assert emu["transfers"] == doc["transfers"]
+    assert [(c["id"], c["completion"]) for c in emu["coflows"]] == \
+        [(c["id"], c["completion"]) for c in doc["coflows"]]
+    assert emu["checkpoint_cost"]["bytes_moved"] == pytest.approx(
+        doc["checkpoint_cost"]["bytes_moved"])
