@@ -197,7 +197,7 @@ def test_emulated_checkpoint_transfers_are_real_flows(tmp_path):
     peak = RedundancyModel(jw, "srpt+r").run.speed.peak
     try:
         verify(jobs, lines, len(jw.machines), tol=timing / horizon, work_tol=peak * timing,
-               transfers=xs)
+               transfers=xs, replay=False)
     except RecordError as e:
         pytest.fail(f"{e} (timing tolerance {timing:g})")
     assert doc["progress_mismatch"] < 1e-6

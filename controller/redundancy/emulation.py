@@ -21,6 +21,15 @@ time):
   have arrived and not departed, ordered by the remaining work it computed from the
   reports (SRPT) or by arrival. The new copies start when their agents get them.
 
+With checkpoint transfers (jobs with ``checkpoint_bytes``, run under ``compute+network``,
+:mod:`controller.redundancy.transfers`) the checkpoint also decides where each job's
+state must go: each transfer is released as a coflow of real flows between the agents
+(appended to the run's network at run time, the network policy restarted on the
+residual network as the joint runtime does for shuffles, enforced on the switches like
+any coflow); a copy that needs the state starts when its transfer's coflow has
+completed (the receivers' reports); a superseded transfer is abandoned (its flows paused
+at their senders for good, their connections not reused).
+
 What the emulation costs beside the simulator: the wall time between an event and the new
 copies' start (the machines idle meanwhile), a copy's run after the departure of its job
 until its stop arrives (wasted), and the agent's wake-up lateness (reported, not counted
