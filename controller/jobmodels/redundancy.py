@@ -20,6 +20,11 @@ copy's share of the machine, its ``work`` the job's work. A job's copies run tog
 (``gang``) and a re-plan at an arrival cuts nothing (arrivals are checkpoints: the run's
 pieces already end there).
 
+A job may declare ``checkpoint_bytes`` (its state's size): its checkpoints then move the
+state over the fabric as coflows (:mod:`controller.redundancy.transfers`), and such a
+workload runs in :mod:`emulate.sim.redundancy` (``simulate_joint`` sends it there), not
+through this model's plan; this model remains its free-checkpoint counterpart.
+
 The run's records add, per job, ``arrival``, ``work``, ``completion`` and ``flowtime``,
 and ``mean_flowtime`` / ``total_flowtime``; its segment lines are the copies'
 constant-rate intervals ``{"job", "copy", "machine", "start", "end", "share", "work"}``
