@@ -701,9 +701,10 @@ def run_mininet(workload: Workload, policy, *, time_scale: float = 1.0,
                      network_options=network_options)
     if progress:
         from tqdm import tqdm
-        with tqdm(total=len(workload.coflows), unit="coflow", desc="mininet",
-                  leave=False) as bar:
-            def upd(done, total):
+        preflight()
+        with machine_lock(), tqdm(total=len(workload.coflows), unit="coflow",
+                                  desc="mininet", leave=False) as bar:
+            def upd(done, total):      # the bar starts once the machine is ours
                 bar.n = done
                 bar.refresh()
             result = run.run(progress=upd)
