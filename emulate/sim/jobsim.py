@@ -449,6 +449,11 @@ class JointSimulator:
                  network_options: dict | None = None, segments: bool = False):
         self.jw = jw = workload
         self.policy = policy
+        from controller.jobmodels.redundancy import has_transfers
+        if has_transfers(workload):
+            raise ValueError("a redundancy workload with checkpoint_bytes moves its "
+                             "checkpoints on the network: run it with simulate_joint "
+                             "(emulate.sim.redundancy.simulate_redundancy)")
         self.compute_name, self.network_name = split_policy(policy)
         opts = dict(network_options or {})
         if self.network_name is None and jw.coflows:
