@@ -144,3 +144,56 @@ def test_rate_auto_misuse_is_one_error_line_and_exit_2(tmp_path, extra, says):
     assert r.returncode == 2 and r.stdout == ""
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], r.stderr
+
+
+# ------------------------------------------------------------------ the kernel datapath
+def test_the_kernel_datapath_is_chosen_where_its_module_is_or_loads(monkeypatch):
+    """topologies.mininet_topo.choose_datapath, as scripts/setup-system.sh decides: the
+    kernel datapath when the openvswitch module is loaded or modprobe loads it, the
+    userspace one otherwise (this VM: no module, 'user')."""
+    import subprocess
+
+    import topologies.mininet_topo as topo
+    loaded = {"now": False}
+    monkeypatch.setattr(topo.os.path, "isdir",
+                        lambda p: loaded["now"] and p == "/sys/module/openvswitch")
+    monkeypatch.setattr(topo.shutil, "which", lambda name: "/sbin/modprobe")
+
+    def modprobe(cmd, **kw):
+        assert cmd == ["modprobe", "openvswitch"]
+        loaded["now"] = loads
+        return subprocess.CompletedProcess(cmd, 0 if loads else 1)
+    monkeypatch.setattr(topo.subprocess, "run", modprobe)
+    loads = False
+    assert topo.choose_datapath() == "user"
+    loads = True
+    assert topo.choose_datapath() == "kernel"            # loaded by modprobe
+    assert topo.choose_datapath() == "kernel"            # already loaded
+
+
+def test_rate_auto_takes_the_figure_of_the_datapath_the_run_uses(monkeypatch, tmp_path):
+    """The calibration cache has one figure per datapath; ``forwarding_budget`` looks up
+    (or measures, with that datapath) the one ``choose_datapath`` gives, which is the one
+    the engine builds its switches with."""
+    import emulate.mininet.calibrate as cal
+    import topologies.mininet_topo as topo
+    path = str(tmp_path / "forwarding.json")
+    write_cache(budget(datapath="user", forwarded_bps=412e6, budget_bps=206e6), path)
+    measured = []
+
+    def measure(seconds, *, datapath):
+        measured.append(datapath)
+        return budget(datapath=datapath, forwarded_bps=4e9, budget_bps=2e9)
+    monkeypatch.setattr(cal, "measure_forwarding", measure)
+    monkeypatch.setattr(topo, "choose_datapath", lambda: "user")
+    b = cal.forwarding_budget(path=path)
+    assert (b.datapath, b.budget_bps, b.source, measured) == ("user", 206e6, "cached", [])
+    monkeypatch.setattr(topo, "choose_datapath", lambda: "kernel")
+    b = cal.forwarding_budget(path=path)                 # no kernel figure yet: measured
+    assert (b.datapath, b.budget_bps, measured) == ("kernel", 2e9, ["kernel"])
+    b = cal.forwarding_budget(path=path)                 # and kept beside the user one
+    assert (b.source, measured) == ("cached", ["kernel"])
+    assert read_cache(path, datapath="user").budget_bps == 206e6
+    # the choice follows the figure: 16 x 4 at 10 Mbit/s needs no time scale at 2 Gbit/s
+    assert choose(spread(16, 4, 10e6), b.budget_bps).time_scale == 1
+    assert choose(spread(16, 4, 10e6), 206e6).time_scale == 4
