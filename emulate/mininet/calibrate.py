@@ -171,8 +171,11 @@ def machine() -> dict:
             "kernel": platform.release()}
 
 
-def measure_forwarding(seconds: float = 1.5, *, datapath: str | None = None) -> Budget:
-    """Saturate a 4 x 2 fabric with 4 TCP flows for ``seconds``; the :class:`Budget`."""
+def measure_forwarding(seconds: float = 1.5, *, datapath: str | None = None,
+                       hosts: int = 4, cores: int = 2) -> Budget:
+    """Saturate a fabric (4 x 2 by default) with 4 TCP flows among its first 4 hosts on its
+    first 2 cores for ``seconds``; the :class:`Budget`. A larger fabric forwards the same
+    flows among more idle ports (``benchmarks/emulation_build.py --forwarding``)."""
     from emulate.mininet.engine import EmulationError, open_topology
     from topologies.fabric import Fabric
     from topologies.mininet_topo import choose_datapath, core_address, host_name
@@ -181,7 +184,9 @@ def measure_forwarding(seconds: float = 1.5, *, datapath: str | None = None) -> 
     datapath = datapath or choose_datapath()
     load = os.getloadavg()[0]
     pairs = [(0, 1, 0), (1, 2, 1), (2, 3, 0), (3, 0, 1)]   # (src, dst, core)
-    with open_topology(Fabric(ports=4, cores=2, rate_bps=PROBE_RATE_BPS),
+    if hosts < 4 or cores < 2:
+        raise ValueError(f"the probe needs at least 4 hosts x 2 cores, got {hosts} x {cores}")
+    with open_topology(Fabric(ports=hosts, cores=cores, rate_bps=PROBE_RATE_BPS),
                        datapath=datapath) as net:
         servers, clients = [], []
         try:
