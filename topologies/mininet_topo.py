@@ -227,7 +227,7 @@ def build_network(topo: ParallelTopo, controller_port: int, *, datapath: str | N
         raise PermissionError("building a Mininet network needs root")
     # Mininet.init() would raise rlimits and rewrite system-wide sysctls (tcp_wmem, ...)
     # that nothing restores; the emulation needs none of it.
-    _Network.inited = True
+    Mininet.inited = True
     datapath = datapath or choose_datapath()
     # batch: every bridge and port in one ovs-vsctl process (Mininet's batchStartup).
     # Without it each switch writes its ovs-vsctl line to its shell's terminal, whose line
