@@ -49,6 +49,11 @@ class Policy:
             raise PolicyError(f"policy {self.name or type(self).__name__!r} takes no options "
                               f"{sorted(options)}")
 
+    def instance(self, workload: Workload) -> Workload:
+        """The instance this policy simulates for ``workload``: itself, unless the policy
+        models a reference simulator that changes it (``fifo@allocation=coflowsim``)."""
+        return workload
+
     def start(self, workload: Workload) -> None:
         """Called once before the run starts."""
         self.workload = workload

@@ -5,6 +5,11 @@ workload. Rates follow the engine's work-conserving strict priority (``Plan`` sh
 ``"priority"``): a later coflow sends only on ports the earlier ones leave free. Cores are
 chosen by the least-loaded-ports rule of ``controller.cores``.
 
+``allocation="coflowsim"`` is instead CoflowSim's FIFO, to compare with figures published
+from that simulator (:mod:`controller.policies.coflowsim_fifo`: its instance of the
+workload, admission by 10.24 s epochs, MADD in FIFO order with the rest by deadline, rates
+fixed between coflow events, 8 ms quanta; one core).
+
 References
 ----------
 M. Chowdhury, I. Stoica. Efficient coflow scheduling without prior knowledge (Aalo),
@@ -16,7 +21,11 @@ import numpy as np
 
 from controller.cores import least_loaded_cores
 from controller.plan import Plan, State, coflow_order_plan
-from controller.policies.base import Policy, register
+from controller.policies.base import Policy, PolicyError, register
+from controller.policies.coflowsim_fifo import CoflowSimAllocation, coflowsim_instance
+
+#: ``Fifo(allocation=...)``: strict work-conserving priority (the default) or CoflowSim's
+ALLOCATIONS = ("strict", "coflowsim")
 
 
 class CoflowOrderPolicy(Policy):
@@ -46,6 +55,42 @@ class CoflowOrderPolicy(Policy):
 class Fifo(CoflowOrderPolicy):
     name = "fifo"
     summary = "first in, first out: coflows by release time (CoflowSim baseline)"
+
+    def __init__(self, allocation: str = "strict", **options):
+        super().__init__(**options)
+        if allocation not in ALLOCATIONS:
+            raise PolicyError(f"fifo: allocation must be one of {ALLOCATIONS}, got "
+                              f"{allocation!r}")
+        self.allocation = allocation
+        self._coflowsim = CoflowSimAllocation() if allocation == "coflowsim" else None
+
+    def instance(self, workload):
+        """CoflowSim's instance of ``workload`` with ``allocation="coflowsim"``
+        (:func:`~controller.policies.coflowsim_fifo.coflowsim_instance`), else itself."""
+        if self._coflowsim is None:
+            return workload
+        try:
+            return coflowsim_instance(workload)[0]
+        except ValueError as e:
+            raise PolicyError(f"fifo: {e}") from None
+
+    def start(self, workload):
+        super().start(workload)
+        if self._coflowsim is not None:
+            try:
+                self._coflowsim.start(workload)
+            except ValueError as e:
+                raise PolicyError(f"fifo: {e}") from None
+
+    def plan(self, state):
+        if self._coflowsim is not None:
+            return self._coflowsim.plan(state, self)
+        return super().plan(state)
+
+    def reference_completions(self, completion: np.ndarray) -> np.ndarray:
+        """``completion`` (per coflow, exact) as CoflowSim records it: rounded up to its
+        8 ms quanta (``allocation="coflowsim"``)."""
+        return self._coflowsim.grid_ceil(completion)
 
     def key(self, state, coflows):
         return state.arrays.release[coflows]

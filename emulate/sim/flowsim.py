@@ -817,7 +817,10 @@ def simulate(workload: Workload, policy: Policy, *, segments: bool = False,
     Returns
     -------
     RunResult
+        Of ``policy.instance(workload)`` (the workload itself unless the policy models a
+        reference simulator's instance).
     """
+    workload = policy.instance(workload)
     if progress:
         from tqdm import tqdm
         with tqdm(total=len(workload.coflows), unit="coflow", desc=policy.name or "sim",
