@@ -105,6 +105,9 @@ def admission_ms(arrival_ms: float) -> float:
 def coflowsim_coflow(c: Coflow, release: float) -> tuple[Coflow, float]:
     """CoflowSim's flows of ``c`` (see the module docstring) released at ``release``,
     and its static bottleneck ``α₀`` in bytes (``Job.calcAlphaDeadline``)."""
+    if len(c.src) == 0:
+        return Coflow.from_arrays(c.id, c.src, c.dst, c.size, release=release,
+                                  weight=c.weight), 0.0
     mappers = np.unique(c.src)
     rports, inv = np.unique(c.dst, return_inverse=True)
     red = np.bincount(inv, weights=c.size, minlength=len(rports))

@@ -192,7 +192,7 @@ def run(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_rele
         from emulate.mininet.fidelity import against_simulator
         click.echo(against_simulator(result, policy_spec, opts.policy_options).format())
     from controller.lp.bound import lp_bound_for
-    bound = lp_bound_for(w) if lp_bound else None
+    bound = lp_bound_for(result.workload) if lp_bound else None  # the instance simulated
     if segments_path:
         result.write_segments(segments_path)
     doc = result.to_json(bound)

@@ -1,0 +1,208 @@
+"""``fifo`` with ``allocation="coflowsim"``: CoflowSim's FIFO on the event-driven simulator.
+
+Hand-computed schedules, the instance CoflowSim builds from a trace, the schedule verifier,
+the installed command line, and -- when the reference is built (``$COFLOWSIM_JAR``: a jar
+or a classes directory, default ``/tmp/coflowsim/classes``; README "Beside the reference
+simulators" says how) -- the reference's printed per-coflow CCTs on random traces and on
+an FB2010 prefix.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from controller.model import Coflow, Flow, Workload
+from controller.policies import get_policy
+from controller.policies.base import PolicyError
+from controller.policies.coflowsim_fifo import (admission_ms, coflowsim_instance,
+                                                java_random_doubles)
+from emulate.io.traces import read_fb_trace
+from emulate.sim.flowsim import Simulator, simulate
+from topologies import Fabric
+
+from verifier import verify
+
+MB = 2 ** 20
+FB2010 = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "traces",
+                      "FB2010-1Hr-150-0.txt")
+#: three coflows: 2 MB and 1 MB on one port pair, admitted together at 0 (the second
+#: arrives at 5 ms); a third arriving at 10241 ms, admitted at 10240 ms, 3 MB from two
+#: mappers (rounded up to 2 x 2 MB)
+SMALL = "4 3\n1 0 1 0 1 1:2\n2 5 1 0 1 1:1\n3 10241 2 0 2 1 3:3\n"
+#: the built reference's output on SMALL (java coflowsim.CoflowSim FIFO COFLOW-BENCHMARK):
+#: CCTs 16, 24 and 32 ms
+SMALL_CCT_MS = [16.0, 24.0, 32.0]
+
+
+def run(w: Workload):
+    pol = get_policy("fifo", allocation="coflowsim")
+    r = simulate(w, pol)
+    cct = pol.reference_completions(r.coflow_completion) - r.workload.arrays.release
+    return r, cct * 1000.0
+
+
+def test_admission_is_the_epoch_before_the_arrival():
+    assert [admission_ms(a) for a in (0, 1, 10240, 10241, 20480, 20481)] == \
+        [0, 0, 0, 10240, 10240, 20480]
+
+
+def test_the_instance_rounds_sizes_scales_the_rate_and_admits_early(tmp_path):
+    (tmp_path / "t.txt").write_text(SMALL)
+    w = read_fb_trace(str(tmp_path / "t.txt"))
+    inst, alpha = coflowsim_instance(w)
+    assert inst.fabric.rate_bps == 2.0 ** 30 * 1000 / 1024
+    assert [c.release for c in inst.coflows] == [0.0, 0.0, 10.24]
+    c = inst.coflows[2]
+    assert sorted(zip(c.src.tolist(), c.dst.tolist(), c.size.tolist())) == \
+        [(0, 3, 2 * MB), (2, 3, 2 * MB)]
+    # static bottleneck: the reducer's 4 MB (the mappers send 2 MB each)
+    assert alpha.tolist() == [2 * MB, MB, 4 * MB]
+
+
+def test_the_instance_sorts_by_arrival_and_refuses_precedence():
+    fab = Fabric(ports=2, cores=1, rate_bps=2.0 ** 30)
+    w = Workload(fab, (Coflow("late", (Flow(0, 1, 1.0),), release=20.0),
+                       Coflow("early", (Flow(0, 1, 1.0),), release=1.0)))
+    inst, _ = coflowsim_instance(w)
+    assert [c.id for c in inst.coflows] == ["early", "late"]
+    assert [c.release for c in inst.coflows] == [0.0, 10.24]  # 1 s -> 0; 20 s -> 10.24 s
+    assert inst.coflows[0].size.tolist() == [MB]   # 1 byte -> 1 MB
+
+
+def test_hand_computed_schedule(tmp_path):
+    """Coflow 1 (2 MB) takes port 0 whole: 2 quanta of 8 ms; coflow 2 finds the port full
+    (skipped, nothing left to share) and sends its 1 MB from 16 ms; coflow 3 sends 2 MB
+    from each of two mappers to one reducer: MADD halves the reducer's port, 32 ms."""
+    (tmp_path / "t.txt").write_text(SMALL)
+    r, cct = run(read_fb_trace(str(tmp_path / "t.txt")))
+    assert np.allclose(cct, SMALL_CCT_MS, rtol=0, atol=1e-9)
+    assert np.allclose(r.coflow_completion, [0.016, 0.024, 10.272])
+
+
+def test_a_later_coflow_is_preempted_when_an_earlier_one_gets_its_turn():
+    """a: 1.5 MB -> 2 MB on 0->1 at full rate until 16 ms; b (0->2, 1 MB) finds port 0
+    full and is skipped; c (3->2, 3 MB) gets port 2 whole. At 16 ms (a has left) b comes
+    first and takes port 2 (24 ms); c's last MB waits: 32 ms (the reference prints 16,
+    24 and 32 for this trace)."""
+    fab = Fabric(ports=4, cores=1, rate_bps=2.0 ** 30)
+    w = Workload(fab, (Coflow("a", (Flow(0, 1, 1.5 * MB),)),
+                       Coflow("b", (Flow(0, 2, 1.0 * MB),), release=0.001),
+                       Coflow("c", (Flow(3, 2, 3.0 * MB),), release=0.002)))
+    r, cct = run(w)
+    assert np.allclose(cct, [16.0, 24.0, 32.0], rtol=0, atol=1e-9)
+
+
+def test_java_random_matches_java():
+    # new java.util.Random(17).nextDouble(), three times (printed by the JDK)
+    assert java_random_doubles(17, 3).tolist() == [0.7323115139597316, 0.6973704783607497,
+                                                   0.08295611145017068]
+
+
+def test_refuses_an_unknown_allocation_and_several_cores():
+    with pytest.raises(PolicyError, match="allocation"):
+        get_policy("fifo", allocation="greedy")
+    w = Workload(Fabric(ports=2, cores=2, rate_bps=8.0), (Coflow("a", (Flow(0, 1, 1.0),)),))
+    with pytest.raises(PolicyError, match="one core"):
+        simulate(w, get_policy("fifo", allocation="coflowsim"))
+
+
+@st.composite
+def workloads(draw, ports=5, coflows=8):
+    """Independent coflows on one switch: up to 6 flows of up to 5 MB, releases 0-30 s."""
+    cfs = []
+    for k in range(draw(st.integers(1, coflows))):
+        flows = draw(st.lists(st.tuples(st.integers(0, ports - 1), st.integers(0, ports - 1),
+                                        st.floats(1.0, 5.0 * MB)), min_size=1, max_size=6,
+                              unique_by=lambda f: f[:2]))
+        cfs.append(Coflow(str(k), tuple(Flow(s, d, x) for s, d, x in flows),
+                          release=draw(st.integers(0, 30_000)) / 1000.0))
+    return Workload(Fabric(ports=ports, cores=1, rate_bps=2.0 ** 30), tuple(cfs))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(w=workloads())
+def test_schedules_pass_the_verifier(w):
+    pol = get_policy("fifo", allocation="coflowsim")
+    inst = pol.instance(w)
+    verify(inst, Simulator(inst, pol, segments=True).run())
+
+
+def test_command_line(tmp_path):
+    import json
+    (tmp_path / "t.txt").write_text(SMALL)
+    exe = os.path.join(os.path.dirname(sys.executable), "coflowemu")
+    out = subprocess.run([exe, "run", str(tmp_path / "t.txt"), "--policy",
+                          "fifo@allocation=coflowsim", "--json"], capture_output=True,
+                         text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert [round(c["cct"] * 1000, 9) for c in doc["coflows"]] == SMALL_CCT_MS
+    bad = subprocess.run([exe, "run", str(tmp_path / "t.txt"), "--policy",
+                          "fifo@allocation=greedy", "--json"], capture_output=True,
+                         text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert "allocation" in bad.stderr and "Traceback" not in bad.stderr
+
+
+# ------------------------------------------------------------------ the built reference
+REFERENCE = os.environ.get("COFLOWSIM_JAR", "/tmp/coflowsim/classes")
+HAVE_REFERENCE = shutil.which("java") is not None and (
+    os.path.isfile(REFERENCE) or os.path.isfile(os.path.join(REFERENCE, "coflowsim",
+                                                              "CoflowSim.class")))
+needs_reference = pytest.mark.skipif(not HAVE_REFERENCE, reason="CoflowSim not built "
+                                     "(README: Beside the reference simulators)")
+
+
+def reference_ccts(trace: str) -> dict[str, float]:
+    """The reference's printed CCT (ms) per coflow id of ``trace``."""
+    out = subprocess.run(["java", "-cp", REFERENCE, "coflowsim.CoflowSim", "FIFO",
+                          "COFLOW-BENCHMARK", trace], capture_output=True, text=True,
+                         check=True, timeout=1800).stdout
+    rows = [line.split() for line in out.splitlines()]
+    return {r[0][4:]: float(r[7]) for r in rows if r and r[0].startswith("JOB-")}
+
+
+def assert_reproduces(trace: str):
+    ref = reference_ccts(trace)
+    r, cct = run(read_fb_trace(trace))
+    ours = {c.id: x for c, x in zip(r.workload.coflows, cct)}
+    assert set(ours) == set(ref)
+    diff = {k: (ours[k], ref[k]) for k in ref if abs(ours[k] - ref[k]) > 1e-6}
+    assert not diff, diff
+
+
+@needs_reference
+@pytest.mark.parametrize("seed", range(4))
+def test_reproduces_the_reference_on_random_traces(seed, tmp_path):
+    """Random traces (8 ports, 14 coflows, fractional MB, arrivals in 0-40 s): every
+    coflow's CCT as the reference prints it."""
+    rng = np.random.default_rng(seed)
+    P, n = 8, 14
+    lines = [f"{P} {n}"]
+    for k in range(n):
+        m = rng.choice(P, size=int(rng.integers(1, 4)), replace=False)
+        red = rng.choice(P, size=int(rng.integers(1, 4)), replace=False)
+        mb = [round(float(rng.uniform(0.2, 40)), 2) for _ in red]
+        lines.append(" ".join([str(k + 1), str(int(rng.integers(0, 40000))), str(len(m)),
+                               *map(str, m), str(len(red)),
+                               *(f"{r}:{x}" for r, x in zip(red, mb))]))
+    (tmp_path / "t.txt").write_text("\n".join(lines) + "\n")
+    assert_reproduces(str(tmp_path / "t.txt"))
+
+
+@needs_reference
+@pytest.mark.skipif(not os.path.exists(FB2010), reason="needs ../shared/traces")
+def test_reproduces_the_reference_on_an_fb2010_prefix(tmp_path):
+    n = 30
+    with open(FB2010) as fh:
+        head = fh.readline().split()
+        body = [fh.readline() for _ in range(n)]
+    (tmp_path / "t.txt").write_text(f"{head[0]} {n}\n" + "".join(body))
+    assert_reproduces(str(tmp_path / "t.txt"))
