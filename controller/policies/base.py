@@ -62,6 +62,14 @@ class Policy:
         raise NotImplementedError
 
 
+def one_of(policy: str, option: str, value, allowed: tuple):
+    """``value`` if it is one of ``allowed``, else a :class:`PolicyError` naming the
+    policy and the option."""
+    if value not in allowed:
+        raise PolicyError(f"{policy}: {option} must be one of {allowed}, got {value!r}")
+    return value
+
+
 def register(cls):
     """Class decorator: make a policy available by its ``name``."""
     return _POLICIES.register(cls)

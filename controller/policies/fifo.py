@@ -21,7 +21,7 @@ import numpy as np
 
 from controller.cores import least_loaded_cores
 from controller.plan import Plan, State, coflow_order_plan
-from controller.policies.base import Policy, PolicyError, register
+from controller.policies.base import Policy, PolicyError, one_of, register
 from controller.policies.coflowsim_fifo import CoflowSimAllocation, coflowsim_instance
 
 #: ``Fifo(allocation=...)``: strict work-conserving priority (the default) or CoflowSim's
@@ -58,10 +58,7 @@ class Fifo(CoflowOrderPolicy):
 
     def __init__(self, allocation: str = "strict", **options):
         super().__init__(**options)
-        if allocation not in ALLOCATIONS:
-            raise PolicyError(f"fifo: allocation must be one of {ALLOCATIONS}, got "
-                              f"{allocation!r}")
-        self.allocation = allocation
+        self.allocation = one_of("fifo", "allocation", allocation, ALLOCATIONS)
         self._coflowsim = CoflowSimAllocation() if allocation == "coflowsim" else None
 
     def instance(self, workload):

@@ -42,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from controller.plan import Plan, State
-from controller.policies.base import Policy, PolicyError, register
+from controller.policies.base import Policy, PolicyError, one_of, register
 from controller.policies.offline_madd import BW_EPS, SIZE_EPS_BYTES, offline_madd
 from controller.policies.portload import (FlowIndex, index_for, madd_caps, ordered_plan,
                                          tie_groups)
@@ -69,10 +69,7 @@ class Sebf(Policy):
 
     def __init__(self, allocation: str = "varys", **options):
         super().__init__(**options)
-        if allocation not in ALLOCATIONS:
-            raise PolicyError(f"sebf: allocation must be one of {ALLOCATIONS}, got "
-                              f"{allocation!r}")
-        self.allocation = allocation
+        self.allocation = one_of("sebf", "allocation", allocation, ALLOCATIONS)
 
     def start(self, workload) -> None:
         super().start(workload)
