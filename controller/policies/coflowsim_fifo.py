@@ -49,10 +49,10 @@ times the quantum, so its progress is ours sampled at the quantum boundaries;
 quantum, as it records them.
 
 Equal to the reference's printed CCTs on random traces and FB2010's first 150 coflows;
-on the whole of FB2010 373 of 526 are (README "Beside the reference simulators"). A guess,
-not checked: CoflowSim subtracts each quantum's bytes in floating point and keeps a flow
-until less than ``ZERO`` bytes are left, so a flow exactly finished here may keep a
-residue there and take leftover capacity at the next update.
+on the whole of FB2010 373 of 526 are (README "Beside the reference simulators"). The
+smallest case known to differ is FB2010's first 185 coflows (coflows 180, 182 and 183);
+the cause is not found. (Not float residues: no flow has less than a byte left at any of
+the reference's updates there.)
 
 The issue that asked for this option (#18) read CoflowSim's FIFO as "MADD rates, the
 rest by a deadline order, admission up to 10.24 s early, rates changed only at coflow
