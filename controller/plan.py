@@ -67,11 +67,14 @@ class Plan:
     rates_fixed: bool = False
 
     def flow_order(self, state: "State", flows: np.ndarray | None = None) -> np.ndarray:
-        """``flows`` (default: the eligible ones) sorted by rank, ties by flow index."""
+        """``flows`` (default: the eligible ones) sorted by rank, ties by flow index
+        (by index alone under fair sharing, which ranks do not order)."""
         want = None
         if flows is None:
             flows = np.flatnonzero(state.eligible)
             want = state.eligible
+        if self.sharing == "fair":
+            return flows if want is not None else np.sort(flows)
         if self.coflow_order is not None and len(self.coflow_order):
             a = state.arrays
             ptr, grouped = a.coflow_ptr, a.coflow_flows
