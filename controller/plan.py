@@ -34,7 +34,12 @@ the rates once when the plan is applied and keeps them until the next event: a f
 flow's capacity then idles until the policy is asked again (Varys re-allocates only at
 coflow arrivals and completions). ``byte_limit`` (per coflow, bytes sent so far
 at which to re-plan; ``inf`` = none) and ``horizon`` (an absolute time) let a policy ask
-for extra events, e.g. Aalo's queue thresholds.
+for extra events, e.g. Aalo's queue thresholds. ``keep_at_completion`` says the opposite:
+the plan the policy would return when a coflow completes is this one less that coflow's
+flows (a static order on one core, fair sharing), so an engine running on its own may keep
+it through completions and ask again only at the other events (the simulator's
+:meth:`~emulate.sim.flowsim.Simulator.run` does; a loop that watches completions, and the
+controller, ask at every one).
 """
 from __future__ import annotations
 
@@ -65,6 +70,7 @@ class Plan:
     horizon: float = float("inf")
     coflow_order: np.ndarray | None = None
     rates_fixed: bool = False
+    keep_at_completion: bool = False
 
     def flow_order(self, state: "State", flows: np.ndarray | None = None) -> np.ndarray:
         """``flows`` (default: the eligible ones) sorted by rank, ties by flow index

@@ -821,9 +821,36 @@ def test_a_static_order_builds_its_pair_lists_once_with_releases_at_zero(monkeyp
     w = w_of([Coflow(f"c{k}", (Flow(k % 3, (k + 1) % 3, 1.0 + k), Flow(0, 2, 2.0)))
               for k in range(6)], ports=3)
     r = simulate(w, get_policy("fifo"))
-    assert r.extra["policy_calls"] == 6 and len(calls) == 1
-    assert close(r.coflow_completion,
-                 Simulator(w, get_policy("fifo"), incremental=False).run().coflow_completion)
+    # fifo's plan holds through completions on one core: asked once, run through
+    assert r.extra["policy_calls"] == 1 and len(calls) == 1
+    ref = Simulator(w, get_policy("fifo"), incremental=False).run()
+    assert ref.extra["policy_calls"] == 6
+    assert close(r.coflow_completion, ref.coflow_completion)
+    # stepped from outside (a loop that watches completions), it is asked at each one
+    sim = Simulator(w, get_policy("fifo"))
+    sim.start()
+    while not sim.finished:
+        sim.step()
+    assert sim.policy_calls == 6 and len(calls) == 2
+    assert close(sim.result().coflow_completion, ref.coflow_completion)
+
+
+@settings(max_examples=100, **SETTINGS)
+@given(w=workloads(heterogeneous=False), name=st.sampled_from(["fifo", "scf", "fair"]))
+def test_plans_kept_through_completions_give_the_completions_of_plans_asked_at_each(w, name):
+    """Plan.keep_at_completion: run() keeps the plan through completions (stopping after
+    those of coflows with successors, and at releases); stepping from outside asks the
+    policy at each completion. Same schedule."""
+    kept = Simulator(w, get_policy(name), segments=True).run()
+    sim = Simulator(w, get_policy(name), segments=True)
+    sim.start()
+    while not sim.finished:
+        sim.step()
+    asked = sim.result()
+    verify(w, kept)
+    assert kept.extra["policy_calls"] <= asked.extra["policy_calls"]
+    assert close(kept.coflow_completion, asked.coflow_completion)
+    assert close(kept.flow_completion, asked.flow_completion)
 
 
 # --------------------------------------------------------------------------- sincronia-offline

@@ -459,10 +459,10 @@ def _reattach(st, e, b):
 
 @numba.njit(**LEAF)
 def _finish(st, c, t, coflow, size, core, rem, rate, done, flow_completion, left, sent,
-            coflow_completion, eligible, record, seg_start, seg_flow, seg_core, seg_t0,
-            seg_t1, seg_rate, n_seg):
+            coflow_completion, stops, eligible, record, seg_start, seg_flow, seg_core,
+            seg_t0, seg_t1, seg_rate, n_seg):
     """Finish the flows of component ``c`` due at ``t`` (its ports served to ``t``).
-    Returns (n_seg, any finished, a coflow completed)."""
+    Returns (n_seg, any finished, a coflow ``k`` with ``stops[k]`` completed)."""
     lo = st.loff[c]
     a = st.nr[c]
     b = st.ncl[c]
@@ -497,7 +497,7 @@ def _finish(st, c, t, coflow, size, core, rem, rate, done, flow_completion, left
                 left[k] -= 1
                 if left[k] == 0:
                     coflow_completion[k] = t
-                    coflow_done = True
+                    coflow_done = coflow_done or stops[k]
                 st.head[e] += 1
                 st.cnt[e] -= 1
                 st.counters[0] -= 1
@@ -596,18 +596,23 @@ def _record_rates(st, c, t, core, pinned, seg_start, seg_flow, seg_core, seg_t0,
 
 @numba.njit(cache=True)
 def run(st, t, stop_time, coflow, size, core, core_cap, rem, rate, done, pinned,
-        flow_completion, left, sent, coflow_completion, eligible, record, seg_start,
+        flow_completion, left, sent, coflow_completion, stops, eligible, record, seg_start,
         seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg):
-    """Advance until a coflow completes or ``stop_time``. Returns (t, reason, n_seg,
-    inner events); ``rem``, ``rate`` and ``sent`` are brought up to date on return
-    (:func:`sync`), and ``st`` goes on from there at the next call."""
+    """Advance until a coflow ``k`` with ``stops[k]`` completes (or the last flow
+    finishes) or ``stop_time``. Returns (t, reason, n_seg, inner events); ``rem``,
+    ``rate`` and ``sent`` are brought up to date on return (:func:`sync`), and ``st`` goes
+    on from there at the next call."""
     ncomp = st.tnext.shape[0]
     seg_cap = seg_flow.shape[0]
     events = 0
     reason = STOP_TIME
+    completed = False
     while True:
         if record and n_seg + 2 * st.counters[0] + 1 > seg_cap:
             reason = SEG_FULL
+            break
+        if completed and st.counters[0] == 0:
+            reason = COFLOW_DONE  # (the last flow finished at a completion not stopped at)
             break
         tn = np.inf
         for c in range(ncomp):
@@ -627,9 +632,10 @@ def run(st, t, stop_time, coflow, size, core, core_cap, rem, rate, done, pinned,
             _advance(st, c, t_new)
             n_seg, changed, cd = _finish(st, c, t_new, coflow, size, core, rem, rate, done,
                                          flow_completion, left, sent, coflow_completion,
-                                         eligible, record, seg_start, seg_flow, seg_core,
-                                         seg_t0, seg_t1, seg_rate, n_seg)
+                                         stops, eligible, record, seg_start, seg_flow,
+                                         seg_core, seg_t0, seg_t1, seg_rate, n_seg)
             coflow_done = coflow_done or cd
+            completed = completed or changed
             if changed:
                 _reallocate(st, c)
                 if record:

@@ -279,6 +279,10 @@ class Simulator:
         # coflows in the same order (see _same_order): (coflow order, cores, pairs)
         self._kept = None
         self._fair = None  # the fair-sharing kernel's state, kept likewise: (cores, state)
+        self._through = False  # run(): keep plans through completions if they say so
+        self._every_coflow = np.ones(nc, dtype=np.bool_)
+        self._with_successors = np.array([len(s) > 0 for s in a.succs], dtype=np.bool_)
+        self._stops = self._every_coflow
         self._fit = None  # first_pass of the order _caps_fit last checked
         self._no_cap = None
         self._cap = None  # bytes/s caps of the current order's flows (others stale)
@@ -316,7 +320,13 @@ class Simulator:
 
     # ---------------------------------------------------------------- main loop
     def run(self) -> RunResult:
-        """Simulate to the end; returns the run's record."""
+        """Simulate to the end; returns the run's record.
+
+        Nothing watches the events in between, so a plan that holds through coflow
+        completions (``Plan.keep_at_completion``) is kept through them: the policy is
+        asked again when coflows become ready, at a byte limit or at the horizon, and
+        after the completion of a coflow with successors."""
+        self._through = True
         self.start()
         while not self.finished:
             self.step()
@@ -390,6 +400,9 @@ class Simulator:
             self._close_segments(np.sort(running[pos[running] < 0]))
         has_limit = bool(np.isfinite(limit).any())
         before = int(life.done.sum())
+        # the completions that end the incremental kernels' runs
+        self._stops = (self._with_successors if self._through and plan.keep_at_completion
+                       else self._every_coflow)
         if matching:
             reason = self._advance_matching(stop, order, pos, core, limit, has_limit,
                                             plan, kept)
@@ -500,8 +513,8 @@ class Simulator:
                 self.t, stop, order, pos, a.src, a.dst, a.coflow, a.size, core,
                 self.core_cap, self.rem, self.rate, self.done, self.pinned,
                 self.flow_completion, life.left, self.sent, limit, has_limit,
-                life.completion, self.record, self.seg_start, *self._seg, self.n_seg,
-                pairs, owner, prev_running)
+                life.completion, self._stops, self.record, self.seg_start, *self._seg,
+                self.n_seg, pairs, owner, prev_running)
             if not self._ran(t, reason, ev):
                 return reason
 
@@ -541,8 +554,8 @@ class Simulator:
             t, reason, self.n_seg, ev = fairshare.run(
                 state, self.t, stop, a.coflow, a.size, core, self.core_cap, self.rem,
                 self.rate, self.done, self.pinned, self.flow_completion, life.left,
-                self.sent, life.completion, life.eligible, self.record, self.seg_start,
-                *self._seg, self.n_seg)
+                self.sent, life.completion, self._stops, life.eligible, self.record,
+                self.seg_start, *self._seg, self.n_seg)
             if not self._ran(t, reason, ev):
                 return reason
 

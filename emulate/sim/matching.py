@@ -358,10 +358,11 @@ def _saturated(key, owner, qlen, pos, nport):
 @numba.njit(cache=True)
 def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_cap,
                  rem, rate, done, pinned, flow_completion, left, sent, byte_limit,
-                 has_limit, coflow_completion, record, seg_start, seg_flow, seg_core,
-                 seg_t0, seg_t1, seg_rate, n_seg, pairs, owner, prev_running):
-    """Advance under the priority-greedy matching until a coflow completes, a byte limit
-    is crossed or ``stop_time``. Returns (t, reason, n_seg, inner_events).
+                 has_limit, coflow_completion, stops, record, seg_start, seg_flow,
+                 seg_core, seg_t0, seg_t1, seg_rate, n_seg, pairs, owner, prev_running):
+    """Advance under the priority-greedy matching until a coflow ``k`` with ``stops[k]``
+    completes (or the last flow finishes), a byte limit is crossed or ``stop_time``.
+    Returns (t, reason, n_seg, inner_events).
 
     Ports are numbered ``h*P + i`` (input i of core h) and ``C*P + h*P + j`` (output j);
     ``pairs`` is :func:`pair_lists` of ``order``, ``owner`` the flow holding each port or
@@ -379,6 +380,7 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
     hk = np.empty(1024, dtype=np.int64)
     hp = np.empty(1024, dtype=np.int64)
     hi = np.empty(1024, dtype=np.int64)
+    completed = False  # a coflow completed (nothing left to send then is no deadlock)
     nh = 0
     ctot = np.zeros(byte_limit.shape[0])
     seg_cap = seg_flow.shape[0]
@@ -466,7 +468,7 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
         if has_limit:
             dt = byte_limit_dt(owner, nport, rate, coflow, byte_limit, sent, ctot, dt)
         if dt == np.inf:
-            return t, STUCK, n_seg, events
+            return t, COFLOW_DONE if completed else STUCK, n_seg, events
         events += 1
         t_new, dt = next_event(t, dt, stop_time, core_cap)
         coflow_done = False
@@ -506,7 +508,9 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
                 freed_after[n_freed] = pos[f]
                 freed_after[n_freed + 1] = pos[f]
                 n_freed += 2
-                coflow_done = coflow_done or cdone
+                if cdone:
+                    completed = True
+                    coflow_done = coflow_done or stops[coflow[f]]
             elif has_limit and byte_limit[k] < np.inf and sent[k] >= byte_limit[k] * (1 - 1e-12):
                 limit_hit = True
         t = t_new
