@@ -114,6 +114,8 @@ class Plan:
             raise PlanError(f"plan.byte_limit must be None or an array of {a.n_coflows} entries")
         if self.sharing not in SHARINGS:
             raise PlanError(f"plan.sharing must be one of {SHARINGS}, got {self.sharing!r}")
+        if a.cores == 1 and not self.core.any():
+            return  # every flow on the one core (where any flow that sent is pinned)
         bad, f = _check_cores(self.core, np.flatnonzero(state.eligible), state.core,
                               state.flow_done, a.cores)
         if bad:
