@@ -5,9 +5,10 @@ CoflowSim), the number of inner events and policy calls, and the mean CCT. As a 
 in the same run, the first ``--prefix`` coflows are simulated twice under ``fifo``,
 ``fair`` and ``sebf``: with the incremental engines (the default: the priority-greedy
 matching repaired over (src, dst) pairs, ``emulate/sim/matching.py``; max-min fair sharing
-filled over pairs, ``emulate.sim.flowsim._run_fair``; rate-capped priority with its backfill
-repaired, ``emulate/sim/capped.py``) and with the plain rescan of every eligible flow at every
-event (``incremental=False``); the ratios are what the incremental engines buy.
+kept by pairs and ports from event to event, ``emulate/sim/fairshare.py``; rate-capped
+priority with its backfill repaired, ``emulate/sim/capped.py``) and with the plain rescan
+of every eligible flow at every event (``incremental=False``); the ratios are what the
+incremental engines buy.
 
 Reading the trace is timed too (median of 3): ``read_fb_trace`` (numpy over each line,
 coflows held as arrays) against, in the same run, the flow-by-flow reference reader of

@@ -21,6 +21,12 @@ completions; ours re-plans at every coflow event and re-allocates at every flow
 completion, exactly. The mean CCTs measured before the speed work of issue #18 are printed
 beside today's (``BEFORE``): they must not change.
 
+``--baseline DIR`` runs the same policies a second time from another checkout of this
+project (e.g. ``git archive main | tar -x -C DIR``), with ``PYTHONPATH=DIR`` and this
+environment's ``coflowemu``, interleaved with the rest: a before/after comparison in the
+same run, under the same load (warm that tree's kernels first:
+``PYTHONPATH=DIR python -m emulate.sim.warmup``).
+
 Building the reference (its code is not part of this project)::
 
     git clone https://github.com/sincronia-coflow/simulator /tmp/sincronia
@@ -28,7 +34,7 @@ Building the reference (its code is not part of this project)::
         && g++ -O2 -o offlinesim *.o
 
 Usage: ``python benchmarks/sim_reference.py [--reference PATH] [--trace PATH]
-[--policies a,b] [--repeat N]``; without ``--reference`` it prints ours alone.
+[--policies a,b] [--repeat N] [--baseline DIR]``; without ``--reference`` it prints ours alone.
 """
 from __future__ import annotations
 
@@ -91,12 +97,14 @@ def timed(cmd: list[str], **kw) -> tuple[float, float, subprocess.CompletedProce
     return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - before, proc
 
 
-def run_ours(trace: str, policy: str) -> dict:
-    """One whole ``coflowemu run`` process on the zero-release instance."""
+def run_ours(trace: str, policy: str, tree: str | None = None) -> dict:
+    """One whole ``coflowemu run`` process on the zero-release instance (the code of the
+    checkout ``tree`` if given, else this one)."""
+    env = None if tree is None else {**os.environ, "PYTHONPATH": tree}
     wall, user, proc = timed(
         [COFLOWEMU, "run", trace, "--zero-release", "--rate", RATE, "--cores", "1",
          "--policy", policy, "--json", "--no-lp-bound"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     doc = json.loads(proc.stdout)
     cct = [c["cct"] for c in doc["coflows"]]
     return {"wall": wall, "user": user, "sim": doc["wall_seconds"],
@@ -124,6 +132,8 @@ def main() -> None:
     ap.add_argument("--trace", default=DEFAULT_TRACE)
     ap.add_argument("--policies", default=POLICIES)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--baseline", metavar="DIR",
+                    help="another checkout of this project to run the policies from too")
     args = ap.parse_args()
     if not os.path.exists(args.trace):
         raise SystemExit(f"trace not found: {args.trace} (see README: The Facebook trace)")
@@ -132,6 +142,7 @@ def main() -> None:
     names = args.policies.split(",")
     pairs = sorted({COUNTERPART.get(p, DEFAULT_COUNTERPART) for p in names})
     ours: dict[str, list] = {p: [] for p in names}
+    base: dict[str, list] = {p: [] for p in names}
     ref: dict[tuple, list] = {c: [] for c in pairs}
     with tempfile.TemporaryDirectory() as tmp:
         inp = os.path.join(tmp, "fb2010-zero.txt")
@@ -149,6 +160,10 @@ def main() -> None:
                 ours[p].append(run_ours(args.trace, p))
                 print(f"  [{rep + 1}/{args.repeat}] {p}: {ours[p][-1]['wall']:.1f} s",
                       file=sys.stderr, flush=True)
+                if args.baseline:
+                    base[p].append(run_ours(args.trace, p, args.baseline))
+                    print(f"  [{rep + 1}/{args.repeat}] {p} (baseline): "
+                          f"{base[p][-1]['wall']:.1f} s", file=sys.stderr, flush=True)
     print(f"FB2010, releases at 0, 1 x 150-port switch at {RATE}; whole processes, median "
           f"of {args.repeat}, same run")
     if args.reference:
@@ -171,8 +186,18 @@ def main() -> None:
             line += (f"{' '.join(c):>11}{r['wall'] / rr['wall']:8.2f}"
                      f"{r['user'] / rr['user']:8.2f}")
         print(line)
-    print("\n(wall x, user x: ours / the reference's; the target is <= 0.5 in wall time. "
-          "sim s: the simulator's own wall_seconds, without start-up and reading.)")
+    if args.baseline:
+        print(f"\nbaseline {args.baseline} (same run):")
+        print(f"{'policy':<10}{'wall s':>8}{'user s':>8}{'sim s':>8}{'mean CCT':>10}"
+              f"{'same CCT':>9}{'wall x':>8}{'user x':>8}")
+        for p in names:
+            r, b = median(ours[p]), median(base[p])
+            print(f"{p:<10}{b['wall']:8.2f}{b['user']:8.2f}{b['sim']:8.2f}{b['cct']:10.2f}"
+                  f"{str(b['cct'] == r['cct']):>9}{r['wall'] / b['wall']:8.2f}"
+                  f"{r['user'] / b['user']:8.2f}")
+    print("\n(wall x, user x: ours / the reference's (baseline: ours / the baseline's); the "
+          "target is <= 0.5 in wall time. sim s: the simulator's own wall_seconds, without "
+          "start-up and reading.)")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,12 @@ the rates once when the plan is applied and keeps them until the next event: a f
 flow's capacity then idles until the policy is asked again (Varys re-allocates only at
 coflow arrivals and completions). ``byte_limit`` (per coflow, bytes sent so far
 at which to re-plan; ``inf`` = none) and ``horizon`` (an absolute time) let a policy ask
-for extra events, e.g. Aalo's queue thresholds.
+for extra events, e.g. Aalo's queue thresholds. ``keep_at_completion`` says the opposite:
+the plan the policy would return when a coflow completes is this one less that coflow's
+flows (a static order on one core, fair sharing), so an engine running on its own may keep
+it through completions and ask again only at the other events (the simulator's
+:meth:`~emulate.sim.flowsim.Simulator.run` does; a loop that watches completions, and the
+controller, ask at every one).
 """
 from __future__ import annotations
 
@@ -65,13 +70,17 @@ class Plan:
     horizon: float = float("inf")
     coflow_order: np.ndarray | None = None
     rates_fixed: bool = False
+    keep_at_completion: bool = False
 
     def flow_order(self, state: "State", flows: np.ndarray | None = None) -> np.ndarray:
-        """``flows`` (default: the eligible ones) sorted by rank, ties by flow index."""
+        """``flows`` (default: the eligible ones) sorted by rank, ties by flow index
+        (by index alone under fair sharing, which ranks do not order)."""
         want = None
         if flows is None:
             flows = np.flatnonzero(state.eligible)
             want = state.eligible
+        if self.sharing == "fair":
+            return flows if want is not None else np.sort(flows)
         if self.coflow_order is not None and len(self.coflow_order):
             a = state.arrays
             ptr, grouped = a.coflow_ptr, a.coflow_flows
@@ -105,6 +114,8 @@ class Plan:
             raise PlanError(f"plan.byte_limit must be None or an array of {a.n_coflows} entries")
         if self.sharing not in SHARINGS:
             raise PlanError(f"plan.sharing must be one of {SHARINGS}, got {self.sharing!r}")
+        if a.cores == 1 and not self.core.any():
+            return  # every flow on the one core (where any flow that sent is pinned)
         bad, f = _check_cores(self.core, np.flatnonzero(state.eligible), state.core,
                               state.flow_done, a.cores)
         if bad:

@@ -50,6 +50,7 @@ class _StaticOrRemaining(CoflowOrderPolicy):
             raise PolicyError(f"{self.name}: option remaining must be true or false, "
                               f"got {remaining!r}")
         self.remaining = bool(remaining)
+        self.static_keys = not self.remaining
         self._static = None
 
     def start(self, workload):

@@ -68,4 +68,7 @@ class Fair(Policy):
             core = least_loaded_cores(a, flows, np.ones(a.n_flows), state.core,
                                       state.workload.fabric.rates)
             core[core < 0] = 0
-        return Plan(core=core, rank=self._zero_rank, sharing="fair", backfill=False)
+        # every eligible flow sends at once: at a completion the plan is this one less the
+        # finished flows (the balanced rule on several cores looks at the flows left)
+        return Plan(core=core, rank=self._zero_rank, sharing="fair", backfill=False,
+                    keep_at_completion=a.cores == 1 or self.cores == "ecmp")

@@ -32,8 +32,13 @@ class CoflowOrderPolicy(Policy):
     """A policy that orders coflows by a key and assigns cores by least-loaded ports.
 
     Subclasses override :meth:`key` (per coflow, smaller first); the order is recomputed
-    at every event over the ready coflows.
+    at every event over the ready coflows. With ``static_keys`` (keys that do not change
+    as bytes are sent) and one core, the plan at a coflow completion is the last one less
+    that coflow (``Plan.keep_at_completion``); on several cores the least-loaded rule
+    moves flows not yet started as loads drop.
     """
+
+    static_keys = False
 
     def key(self, state: State, coflows: np.ndarray) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
@@ -42,7 +47,8 @@ class CoflowOrderPolicy(Policy):
         active = state.active_coflows
         keys = self.key(state, active)
         order = active[np.lexsort((active, keys))]
-        plan = coflow_order_plan(state, order)
+        plan = coflow_order_plan(state, order,
+                                 keep_at_completion=self.static_keys and state.arrays.cores == 1)
         if state.arrays.cores > 1:
             flows = plan.flow_order(state)
             plan.core = least_loaded_cores(state.arrays, flows, state.remaining, state.core,
@@ -55,6 +61,7 @@ class CoflowOrderPolicy(Policy):
 class Fifo(CoflowOrderPolicy):
     name = "fifo"
     summary = "first in, first out: coflows by release time (CoflowSim baseline)"
+    static_keys = True
 
     def __init__(self, allocation: str = "strict", **options):
         super().__init__(**options)

@@ -45,6 +45,19 @@ def _gather(perm, start, coflows, eligible, out, bounds):
 
 
 @numba.njit(cache=True)
+def _ranked(perm, start, coflows, eligible, tie, out, bounds, rank):
+    """:func:`_gather`, and ``rank`` of every flow: ``g + tie`` for the eligible flows of
+    ``coflows[g]``, after all of them for the rest."""
+    rank[:] = float(coflows.shape[0] + 1)
+    n = _gather(perm, start, coflows, eligible, out, bounds)
+    for g in range(coflows.shape[0]):
+        for q in range(bounds[g], bounds[g + 1]):
+            f = out[q]
+            rank[f] = g + tie[f]
+    return n
+
+
+@numba.njit(cache=True)
 def _bottleneck(flows, bounds, src, dst, core, load, cap, ports):
     """Per (group, core): max over the core's ports of the group's load / capacity."""
     m = cap.shape[0]
@@ -166,11 +179,15 @@ class FlowIndex:
         ``flows[bounds[g]:bounds[g+1]]``, by flow index.
         """
         coflows = np.asarray(coflows, dtype=np.int64)
-        total = int(np.sum(self.start[coflows + 1] - self.start[coflows]))
-        out = np.empty(total, dtype=np.int64)
-        bounds = np.empty(len(coflows) + 1, dtype=np.int64)
+        out, bounds = self.gather_empty(coflows)
         n = _gather(self.perm, self.start, coflows, eligible, out, bounds)
         return out[:n], bounds
+
+    def gather_empty(self, coflows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Room for :meth:`gather` of ``coflows`` (int64): every flow of theirs, and
+        their bounds."""
+        total = int(np.sum(self.start[coflows + 1] - self.start[coflows]))
+        return np.empty(total, dtype=np.int64), np.empty(len(coflows) + 1, dtype=np.int64)
 
     def bottleneck(self, flows, bounds, load, core=None, core_rates=None) -> np.ndarray:
         """Per group (and core): the bottleneck time of ``load`` on the given capacities.
@@ -240,10 +257,10 @@ def ordered_plan(state: State, index: FlowIndex, order: np.ndarray, *,
     """
     a = state.arrays
     order = np.asarray(order, dtype=np.int64)
-    flows, bounds = index.gather(order, state.eligible)
-    pos = np.repeat(np.arange(len(order), dtype=np.float64), np.diff(bounds))
-    rank = np.full(a.n_flows, float(len(order) + 1))
-    rank[flows] = pos + index.tie[flows]
+    flows, bounds = index.gather_empty(order)
+    rank = np.empty(a.n_flows)
+    n = _ranked(index.perm, index.start, order, state.eligible, index.tie, flows, bounds, rank)
+    flows = flows[:n]
     if a.cores == 1:
         core = index.zero_core
     else:

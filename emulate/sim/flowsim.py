@@ -49,6 +49,7 @@ from controller.plan import PlanError, State
 from controller.policies.base import Policy, policy_label
 from controller.rates import byte_caps, fair_rates, priority_rates
 from emulate.io.records import RunResult, Segments
+from emulate.sim import fairshare
 from emulate.sim.capped import first_pass, run_capped
 from emulate.sim.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_DONE,
                                   EPS_BYTES, SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
@@ -207,213 +208,6 @@ def _drop_done(order, done, eligible):
             eligible[f] = False
 
 
-@numba.njit(cache=True)
-def _sort_pair_flows(pptr, pflow, key):
-    """Sort each pair's positions ``pflow[pptr[e]:pptr[e+1]]`` by ``key`` (stable)."""
-    for e in range(pptr.shape[0] - 1):
-        lo, hi = pptr[e], pptr[e + 1]
-        if hi - lo <= 32:
-            for a in range(lo + 1, hi):
-                v = pflow[a]
-                b = a
-                while b > lo and key[pflow[b - 1]] > key[v]:
-                    pflow[b] = pflow[b - 1]
-                    b -= 1
-                pflow[b] = v
-        else:
-            idx = np.argsort(key[pflow[lo:hi]], kind="mergesort")
-            pflow[lo:hi] = pflow[lo:hi][idx]
-
-
-@numba.njit(cache=True)
-def _run_fair(t, stop_time, order, src, dst, coflow, size, core, core_cap, rem, rate, done,
-              pinned, flow_completion, left, sent, coflow_completion, record, seg_start,
-              seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg, pairs):
-    """Max-min fair sharing without caps, by (core, src, dst) *pair*: every flow of a pair
-    meets the same two links, so all get the same max-min rate, and the progressive
-    filling runs over pairs weighted by their number of flows (O(pairs) per event, not
-    O(flows)). A pair's flows are kept sorted by remaining bytes: they finish in that
-    order, and only the pair's bytes sent per flow since the call (``served``) is
-    advanced at each event. Returns (t, reason, n_seg, inner_events); ``rem``, ``rate``
-    and ``sent`` are brought up to date on return.
-    """
-    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pairs
-    npairs = pin.shape[0]
-    nport2 = qlen.shape[0]
-    cores = core_cap.shape[0]
-    P = nport2 // 2 // cores
-    n = order.shape[0]
-    rem0 = np.empty(n)
-    for m in range(n):
-        rem0[m] = rem[order[m]]
-    _sort_pair_flows(pptr, pflow, rem0)
-    cnt = np.zeros(npairs, dtype=np.int64)
-    for e in range(npairs):
-        cnt[e] = pptr[e + 1] - pptr[e]
-    served = np.zeros(npairs)
-    x = np.zeros(npairs)
-    newx = np.zeros(npairs)
-    pcnt = np.zeros(nport2, dtype=np.int64)
-    used = np.zeros(nport2)
-    lev = np.empty(nport2)
-    frozen = np.zeros(npairs, dtype=np.bool_)
-    lp = np.arange(npairs)  # the pairs with flows left: lp[:n_lp]
-    n_lp = npairs
-    seg_cap = seg_flow.shape[0]
-    events = 0
-    first = True
-    reason = _STOP_TIME
-    # per pair: its first flow's bytes left at the call and finishing slack
-    hrem = np.empty(npairs)
-    hthr = np.empty(npairs)
-    for e in range(npairs):
-        m = pflow[phead[e]]
-        hrem[e] = rem0[m]
-        hthr[e] = EPS_BYTES + 1e-12 * size[order[m]]
-    # per entry of a port's pair list, the pair's other port
-    qother = np.empty(qpair.shape[0], dtype=np.int64)
-    for p in range(nport2):
-        for a in range(qptr[p], qptr[p + 1]):
-            qother[a] = pout[qpair[a]] if p < nport2 // 2 else pin[qpair[a]]
-    # ports' flow counts of the pairs to fill (kept by the advance loop below)
-    for u in range(n_lp):
-        e = lp[u]
-        pcnt[pin[e]] += cnt[e]
-        pcnt[pout[e]] += cnt[e]
-    while True:
-        if record and n_seg + 2 * n + 1 > seg_cap:
-            reason = _SEG_FULL
-            break
-        # progressive filling over pairs: ports saturate in order of their level
-        # (capacity left / flows not frozen); a scan over the few ports beats a heap
-        # fed once per frozen pair
-        n_act = 0
-        for p in range(nport2):
-            used[p] = 0.0
-            if pcnt[p] > 0:
-                n_act += 1
-                lev[p] = core_cap[(p % (nport2 // 2)) // P] / pcnt[p]
-            else:
-                lev[p] = np.inf
-        while n_act > 0:
-            p = 0
-            for q in range(1, nport2):
-                if lev[q] < lev[p]:
-                    p = q
-            key = lev[p]
-            lev[p] = np.inf
-            n_act -= 1
-            h = (p % (nport2 // 2)) // P
-            level = key if key > 0.0 else 0.0
-            for a in range(qptr[p], qptr[p + 1]):
-                e = qpair[a]
-                c = cnt[e]
-                if frozen[e] or c == 0:
-                    continue
-                frozen[e] = True
-                newx[e] = level
-                q = qother[a]
-                used[q] += c * level
-                pcnt[q] -= c
-                if pcnt[q] > 0:
-                    lev[q] = (core_cap[h] - used[q]) / pcnt[q]
-                elif lev[q] < np.inf:
-                    lev[q] = np.inf  # nothing left on it
-                    n_act -= 1
-            pcnt[p] = 0
-        # rate changes; next event
-        dt = stop_time - t
-        if first:   # every flow is live: set the rates in the order's positions
-            for m in range(n):
-                f = order[m]
-                r = newx[pair[m]]
-                if rate[f] != r:
-                    if rate[f] > 0.0:
-                        n_seg = emit(record, f, core[f], seg_start[f], t, rate[f],
-                                     seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg)
-                    seg_start[f] = t
-                rate[f] = r
-                if r > 0.0 and pinned[f] < 0:
-                    pinned[f] = core[f]
-        for u in range(n_lp):
-            e = lp[u]
-            if not first and record and newx[e] != x[e]:
-                for a in range(phead[e], pptr[e + 1]):
-                    f = order[pflow[a]]
-                    if x[e] > 0.0:
-                        n_seg = emit(record, f, core[f], seg_start[f], t, x[e],
-                                     seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg)
-                    seg_start[f] = t
-            x[e] = newx[e]
-            if x[e] > 0.0:
-                d = (hrem[e] - served[e]) / x[e]
-                if d < dt:
-                    dt = d
-        first = False
-        if dt == np.inf:
-            reason = _STUCK
-            break
-        events += 1
-        t_new, dt = next_event(t, dt, stop_time, core_cap)
-        coflow_done = False
-        k_lp = 0
-        for u in range(n_lp):
-            e = lp[u]
-            frozen[e] = False
-            if x[e] > 0.0:
-                served[e] += x[e] * dt
-                while hrem[e] - served[e] <= hthr[e]:
-                    m = pflow[phead[e]]
-                    f = order[m]
-                    phead[e] += 1
-                    cnt[e] -= 1
-                    k = coflow[f]
-                    sent[k] += rem[f]
-                    rem[f] = 0.0
-                    done[f] = True
-                    flow_completion[f] = t_new
-                    n_seg = emit(record, f, core[f], seg_start[f], t_new, x[e], seg_flow,
-                                 seg_core, seg_t0, seg_t1, seg_rate, n_seg)
-                    rate[f] = 0.0
-                    left[k] -= 1
-                    if left[k] == 0:
-                        coflow_completion[k] = t_new
-                        coflow_done = True
-                    if cnt[e] == 0:
-                        break
-                    m = pflow[phead[e]]
-                    hrem[e] = rem0[m]
-                    hthr[e] = EPS_BYTES + 1e-12 * size[order[m]]
-            if cnt[e] > 0:
-                lp[k_lp] = e
-                k_lp += 1
-                pcnt[pin[e]] += cnt[e]
-                pcnt[pout[e]] += cnt[e]
-        n_lp = k_lp
-        t = t_new
-        if coflow_done:
-            reason = _COFLOW_DONE
-            break
-        if t >= stop_time:
-            reason = _STOP_TIME
-            break
-    # bring rem, rate and sent of the flows still sending up to date (in the order's
-    # positions: flow indices ascend, the accesses stream)
-    for m in range(n):
-        f = order[m]
-        if not done[f]:
-            e = pair[m]
-            r = rem0[m] - served[e]
-            if r < 0.0:
-                r = 0.0
-            if served[e] > 0.0 and r == rem[f] and r == size[f]:
-                r = np.nextafter(rem[f], 0.0)
-            sent[coflow[f]] += rem[f] - r
-            rem[f] = r
-            rate[f] = x[e]
-    return t, reason, n_seg, events
-
-
 @dataclass(frozen=True)
 class StartPoint:
     """Where a run starts when it does not start at time 0 with nothing sent: a network
@@ -484,6 +278,11 @@ class Simulator:
         # the matching's pair lists kept for the next plan when it serves the same
         # coflows in the same order (see _same_order): (coflow order, cores, pairs)
         self._kept = None
+        self._fair = None  # the fair-sharing kernel's state, kept likewise: (cores, state)
+        self._through = False  # run(): keep plans through completions if they say so
+        self._every_coflow = np.ones(nc, dtype=np.bool_)
+        self._with_successors = np.array([len(s) > 0 for s in a.succs], dtype=np.bool_)
+        self._stops = self._every_coflow
         self._fit = None  # first_pass of the order _caps_fit last checked
         self._no_cap = None
         self._cap = None  # bytes/s caps of the current order's flows (others stale)
@@ -521,7 +320,13 @@ class Simulator:
 
     # ---------------------------------------------------------------- main loop
     def run(self) -> RunResult:
-        """Simulate to the end; returns the run's record."""
+        """Simulate to the end; returns the run's record.
+
+        Nothing watches the events in between, so a plan that holds through coflow
+        completions (``Plan.keep_at_completion``) is kept through them: the policy is
+        asked again when coflows become ready, at a byte limit or at the horizon, and
+        after the completion of a coflow with successors."""
+        self._through = True
         self.start()
         while not self.finished:
             self.step()
@@ -557,12 +362,15 @@ class Simulator:
         plan.validate(st)
         matching = (plan.sharing == "priority" and plan.rate_cap is None
                     and self.incremental and not plan.rates_fixed)
-        kept = self._same_order(plan) if matching else None
+        fair = (plan.sharing == "fair" and plan.rate_cap is None and plan.byte_limit is None
+                and self.incremental and not plan.rates_fixed)
+        kept = (self._same_order(plan) if matching else
+                self._same_fair(plan) if fair else None)
         if kept is None:
-            self._kept = None
+            self._kept = self._fair = None
             order = np.ascontiguousarray(plan.flow_order(st), dtype=np.int64)
         else:
-            order = self._order  # done flows stay in it, behind their pairs' heads
+            order = self._order  # done flows stay in it (behind their pairs' heads)
         has_cap = False
         if plan.rate_cap is None:
             if self._no_cap is None:
@@ -592,11 +400,17 @@ class Simulator:
             self._close_segments(np.sort(running[pos[running] < 0]))
         has_limit = bool(np.isfinite(limit).any())
         before = int(life.done.sum())
+        # the completions that end the incremental kernels' runs
+        self._stops = (self._with_successors if self._through and plan.keep_at_completion
+                       else self._every_coflow)
         if matching:
             reason = self._advance_matching(stop, order, pos, core, limit, has_limit,
                                             plan, kept)
+        elif fair and kept is not None:
+            reason = self._advance_fair(stop)
         elif (plan.sharing == "fair" and not has_cap and not has_limit and self.incremental
               and not plan.rates_fixed):
+            fair = True
             reason = self._advance_fair(stop, order, core)
         elif (plan.sharing == "priority" and not has_limit and self.incremental
               and not plan.rates_fixed and self._caps_fit(order, core, cap)):
@@ -604,7 +418,8 @@ class Simulator:
         else:
             reason = self._advance_scan(stop, order, pos, core, cap, plan, has_cap, limit,
                                         has_limit)
-        _drop_done(order, self.done, life.eligible)
+        if not fair:  # (the fair-sharing kernel drops its finished flows itself)
+            _drop_done(order, self.done, life.eligible)
         if reason == _STUCK:
             stuck = [self.workload.coflows[k].id for k in np.flatnonzero(~life.done)][:5]
             raise PlanError(
@@ -698,33 +513,63 @@ class Simulator:
                 self.t, stop, order, pos, a.src, a.dst, a.coflow, a.size, core,
                 self.core_cap, self.rem, self.rate, self.done, self.pinned,
                 self.flow_completion, life.left, self.sent, limit, has_limit,
-                life.completion, self.record, self.seg_start, *self._seg, self.n_seg,
-                pairs, owner, prev_running)
+                life.completion, self._stops, self.record, self.seg_start, *self._seg,
+                self.n_seg, pairs, owner, prev_running)
             if not self._ran(t, reason, ev):
                 return reason
 
-    def _advance_fair(self, stop, order, core) -> int:
-        """Fair sharing without caps: progressive filling over (core, src, dst) pairs."""
+    def _same_fair(self, plan):
+        """The kept fair-sharing state if ``plan`` shares the flows of the last fair plan
+        that are not done, on the same cores (no flow became eligible since); else None.
+
+        A fair plan changes only when flows join (a release, a coflow becoming ready) or,
+        on several cores, when flows not yet started move: at every coflow completion
+        in between the engine goes on with its state instead of building it again."""
+        if self._fair is None:
+            return None
+        core, state = self._fair
+        if np.count_nonzero(self.lifecycle.eligible) != fairshare.live_flows(state):
+            return None
+        if (self.arrays.cores > 1 and plan.core is not core
+                and not _same_cores(self._order, self.done, core, plan.core)):
+            return None
+        return state
+
+    def _advance_fair(self, stop, order=None, core=None) -> int:
+        """Fair sharing without caps (emulate.sim.fairshare): a state built for the flows
+        of ``order`` on ``core``, or the kept one."""
         a = self.arrays
         life = self.lifecycle
-        while True:
+        if order is not None:
             live = order[~self.done[order]]
-            pairs = self._pairs(live, core)
-            t, reason, self.n_seg, ev = _run_fair(
-                self.t, stop, live, a.src, a.dst, a.coflow, a.size, core, self.core_cap,
-                self.rem, self.rate, self.done, self.pinned, self.flow_completion, life.left,
-                self.sent, life.completion, self.record, self.seg_start, *self._seg,
-                self.n_seg, pairs)
+            while self.record and self.n_seg + len(live) + 1 > len(self._seg[0]):
+                self._grow_segments()
+            state, self.n_seg = fairshare.build(
+                self.t, live, a.src, a.dst, a.coflow, a.size, core, a.ports, self.core_cap,
+                self.rem, self.rate, self.pinned, self.record, self.seg_start, *self._seg,
+                self.n_seg, self._map())
+            self._fair = (core if not core.flags.writeable else core.copy(), state)
+        core, state = self._fair
+        while True:
+            t, reason, self.n_seg, ev = fairshare.run(
+                state, self.t, stop, a.coflow, a.size, core, self.core_cap, self.rem,
+                self.rate, self.done, self.pinned, self.flow_completion, life.left,
+                self.sent, life.completion, self._stops, life.eligible, self.record,
+                self.seg_start, *self._seg, self.n_seg)
             if not self._ran(t, reason, ev):
                 return reason
+
+    def _map(self) -> np.ndarray:
+        """The scratch of :func:`emulate.sim.matching.pair_lists` (all -1)."""
+        a = self.arrays
+        if self._pair_map is None:
+            self._pair_map = np.full(a.cores * a.ports * a.ports, -1, dtype=np.int64)
+        return self._pair_map
 
     def _pairs(self, order, core):
         """:func:`emulate.sim.matching.pair_lists` of ``order``."""
         a = self.arrays
-        nport = a.cores * a.ports
-        if self._pair_map is None:
-            self._pair_map = np.full(nport * a.ports, -1, dtype=np.int64)
-        return pair_lists(order, a.src, a.dst, core, a.ports, nport, self._pair_map)
+        return pair_lists(order, a.src, a.dst, core, a.ports, a.cores * a.ports, self._map())
 
     def _caps_fit(self, order, core, cap) -> bool:
         """Whether the plan's caps fit the links (see emulate.sim.capped)."""

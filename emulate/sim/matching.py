@@ -11,9 +11,12 @@ When a flow leaves the matching its two ports become free. A *cursor* walks the 
 flows of a free port in rank order and stops at the first flow that can take it: one
 whose other port is free or held by a flow of lower priority (which it then displaces,
 freeing that flow's other port: a new cursor). Cursors are processed in rank order from a
-heap, so every decision is made after all decisions of higher priority: the result is
-exactly the greedy matching of the whole order, at a cost proportional to the flows the
-cursors walk past.
+heap, so every flow starts or displaces only after all decisions of higher priority: the
+result is exactly the greedy matching of the whole order, at a cost proportional to the
+flows the cursors walk past. A cursor passes the flows blocked at their other port in one
+walk, without the heap, and queues the first that is not: a flow passed as blocked stays
+correctly decided, because whatever frees its other port later (a completion, a
+displacement) starts a cursor there that reaches it from that side.
 
 Written twice on purpose: the advance of a flow that does not finish in a step (its
 remaining bytes down, its coflow's bytes sent up) is inlined in :func:`run_matching` and
@@ -305,6 +308,26 @@ def _requeue(port, old, new, e, qptr, qpair, qkey, qlen):
     qpair[j] = e
 
 
+@numba.njit(**LEAF)
+def _walk(port, k, limit, nport, qptr, qpair, qkey, qlen, pin, pout, owner, pos):
+    """The first entry at or after ``k`` of ``port``'s pair list whose pair is not
+    blocked at its other port (held by a flow ranked before the pair's head), or -1 if
+    there is none ranked before ``limit`` (the position of the port's own holder: the
+    cursor dies there)."""
+    base = qptr[port]
+    n = qlen[port]
+    while k < n:
+        key = qkey[base + k]
+        if key >= limit:
+            return -1
+        e = qpair[base + k]
+        o = owner[pout[e] if port < nport else pin[e]]
+        if o < 0 or pos[o] >= key:
+            return k
+        k += 1
+    return -1
+
+
 @numba.njit(cache=True, inline="always")
 def _cursor(hk, hp, hi, nh, port, after, qptr, qkey, qlen):
     """Push a cursor on ``port`` at its first pair whose head is positioned after ``after``."""
@@ -335,10 +358,11 @@ def _saturated(key, owner, qlen, pos, nport):
 @numba.njit(cache=True)
 def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_cap,
                  rem, rate, done, pinned, flow_completion, left, sent, byte_limit,
-                 has_limit, coflow_completion, record, seg_start, seg_flow, seg_core,
-                 seg_t0, seg_t1, seg_rate, n_seg, pairs, owner, prev_running):
-    """Advance under the priority-greedy matching until a coflow completes, a byte limit
-    is crossed or ``stop_time``. Returns (t, reason, n_seg, inner_events).
+                 has_limit, coflow_completion, stops, record, seg_start, seg_flow,
+                 seg_core, seg_t0, seg_t1, seg_rate, n_seg, pairs, owner, prev_running):
+    """Advance under the priority-greedy matching until a coflow ``k`` with ``stops[k]``
+    completes (or the last flow finishes), a byte limit is crossed or ``stop_time``.
+    Returns (t, reason, n_seg, inner_events).
 
     Ports are numbered ``h*P + i`` (input i of core h) and ``C*P + h*P + j`` (output j);
     ``pairs`` is :func:`pair_lists` of ``order``, ``owner`` the flow holding each port or
@@ -356,6 +380,7 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
     hk = np.empty(1024, dtype=np.int64)
     hp = np.empty(1024, dtype=np.int64)
     hi = np.empty(1024, dtype=np.int64)
+    completed = False  # a coflow completed (nothing left to send then is no deadlock)
     nh = 0
     ctot = np.zeros(byte_limit.shape[0])
     seg_cap = seg_flow.shape[0]
@@ -443,7 +468,7 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
         if has_limit:
             dt = byte_limit_dt(owner, nport, rate, coflow, byte_limit, sent, ctot, dt)
         if dt == np.inf:
-            return t, STUCK, n_seg, events
+            return t, COFLOW_DONE if completed else STUCK, n_seg, events
         events += 1
         t_new, dt = next_event(t, dt, stop_time, core_cap)
         coflow_done = False
@@ -483,7 +508,9 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
                 freed_after[n_freed] = pos[f]
                 freed_after[n_freed + 1] = pos[f]
                 n_freed += 2
-                coflow_done = coflow_done or cdone
+                if cdone:
+                    completed = True
+                    coflow_done = coflow_done or stops[coflow[f]]
             elif has_limit and byte_limit[k] < np.inf and sent[k] >= byte_limit[k] * (1 - 1e-12):
                 limit_hit = True
         t = t_new
@@ -515,9 +542,12 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
             q = pout[e] if port < nport else pin[e]
             oq = owner[q]
             if oq >= 0 and pos[oq] < key:
-                if k + 1 < qlen[port]:
-                    hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[qptr[port] + k + 1],
-                                               port, k + 1)
+                # blocked at its other port: walk on to the first pair that is not (or
+                # until the port's holder outranks the walk) and queue that one
+                k = _walk(port, k + 1, pos[own] if own >= 0 else order.shape[0], nport,
+                          qptr, qpair, qkey, qlen, pin, pout, owner, pos)
+                if k >= 0:
+                    hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[qptr[port] + k], port, k)
                 continue
             for d in (own, oq):
                 if d >= 0 and rate[d] > 0.0:
