@@ -60,7 +60,7 @@ def system(system):
     yield
     from emulate.mininet.clean import clean, leftovers
     clean()
-    assert leftovers(files=True) == NOTHING
+    assert leftovers(files=True, settled=True) == NOTHING
 
 
 NOTHING = {"bridges": [], "interfaces": [], "run_dirs": [], "files": []}
@@ -95,7 +95,7 @@ def test_an_engine_killed_during_build_leaves_no_controller_and_clean_leaves_not
         time.sleep(0.05)
     assert [pid for pid, m in procs if is_ours(pid, m)] == []   # without `clean`
     clean()
-    assert leftovers(files=True) == NOTHING
+    assert leftovers(files=True, settled=True) == NOTHING
 
 
 # ---------------------------------------------------------------------- lost agents

@@ -105,3 +105,23 @@ def test_settled_leftovers_wait_for_the_emulation_in_flight(path, tmp_path, monk
     assert clean.leftovers()["run_dirs"] == ["run-1"]          # in flight
     assert clean.leftovers(settled=True)["run_dirs"] == []     # after it finished
     assert other.wait(10) == 0
+
+
+def test_clean_skips_a_run_being_set_up(tmp_path, monkeypatch):
+    """A run's directory exists before its state file (:func:`emulate.mininet.clean.
+    new_run_dir`): ``clean`` reads the engine's PID from the name and leaves the run of a
+    live engine alone, while it removes a dead engine's."""
+    from emulate.mininet import clean
+    monkeypatch.setattr(clean, "STATE_DIR", str(tmp_path))
+    engine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True).stdout.strip()
+        (tmp_path / f"run-{engine.pid}-1").mkdir()
+        (tmp_path / f"run-{dead}-2").mkdir()
+        removed = clean.clean()
+        assert removed["run_dirs"] == [str(tmp_path / f"run-{dead}-2")]
+        assert os.listdir(tmp_path) == [f"run-{engine.pid}-1"]
+    finally:
+        engine.kill()
+        engine.wait()

@@ -73,6 +73,12 @@ def new_run_dir() -> str:
     return d
 
 
+def _name_pid(name: str) -> int | None:
+    """The engine PID in a run directory's name (``run-<pid>-<ms>``)."""
+    m = re.match(r"^run-(\d+)-", name)
+    return int(m.group(1)) if m else None
+
+
 def read_state(run_dir: str) -> dict:
     try:
         with open(os.path.join(run_dir, "state.json")) as fh:
@@ -190,7 +196,9 @@ def clean(force: bool = False, verbose: bool = False) -> dict:
             if not os.path.isdir(d):
                 continue
             st = read_state(d)
-            epid = st.get("engine_pid")
+            # a run being set up has its directory before its state file: its name
+            # carries the engine's PID (new_run_dir)
+            epid = st.get("engine_pid") or _name_pid(name)
             if (epid and epid != os.getpid() and not force
                     and is_ours(int(epid), st.get("engine_cmd", "") or "python")):
                 live = True
