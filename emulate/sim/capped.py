@@ -57,7 +57,7 @@ import numba
 import numpy as np
 
 from emulate.sim.matching import (COFLOW_DONE, EPS_BYTES, SEG_FULL, STOP_TIME, STUCK,
-                                  advance_flow, emit, heap_insert, heap_pop, joins_stop)
+                                  advance_flow, emit, joins_stop)
 
 #: a first-pass rate this much below its cap means the caps do not fit the links
 CAP_SLACK = 1e-9
@@ -73,8 +73,6 @@ INL = dict(cache=True, inline="always")
 # the shared helpers of emulate.sim.matching, compiled again from the same source to be
 # inlined into the kernels below
 _advance = numba.njit(**INL)(advance_flow.py_func)
-_tpush = numba.njit(**INL)(heap_insert.py_func)
-_tpop = numba.njit(**INL)(heap_pop.py_func)
 _joins = numba.njit(**INL)(joins_stop.py_func)
 
 
@@ -223,16 +221,17 @@ def _pool_remove(f, e, k, pool, pbeg, pend, fkey):
 
 @numba.njit(**INL)
 def _q_find(x, k, qkey, qbase, qlen):
-    """The first index in port ``x``'s pair list whose head key is at least ``k``."""
-    lo = qbase[x]
-    hi = lo + qlen[x]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if qkey[mid] < k:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    """The first index in port ``x``'s pair list whose head key is at least ``k``
+    (a binary search without branches on the keys: they are unpredictable)."""
+    base = qbase[x]
+    n = qlen[x]
+    if n == 0:
+        return base
+    while n > 1:
+        half = n >> 1
+        base += half * (qkey[base + half] < k)
+        n -= half
+    return base + (qkey[base] < k)
 
 
 @numba.njit(**INL)
@@ -341,27 +340,70 @@ def _put(x, k, e, amt, akey, apair, aamt, qbase, alen):
     alen[x] = n + 1
 
 
+# the backfill's tasks: a min-heap of rows (key, what), ``what`` >= 0 a cursor on that
+# port, < 0 a check of pair ``-what - 1`` (one row per task: a level of the heap is one
+# cache line)
 @numba.njit(**INL)
-def _push_check(e, k, qd, tk, tp, ti, nt):
+def _tpush(tq, nt, key, what):
+    c = nt
+    while c > 0:
+        p = (c - 1) >> 1
+        if tq[p, 0] <= key:
+            break
+        tq[c, 0] = tq[p, 0]
+        tq[c, 1] = tq[p, 1]
+        c = p
+    tq[c, 0] = key
+    tq[c, 1] = what
+    return nt + 1
+
+
+@numba.njit(**INL)
+def _tpop(tq, nt):
+    """Pop the smallest key; returns (key, what, new size)."""
+    key = tq[0, 0]
+    what = tq[0, 1]
+    nt -= 1
+    lk = tq[nt, 0]
+    lw = tq[nt, 1]
+    c = 0
+    while True:
+        ch = 2 * c + 1
+        if ch >= nt:
+            break
+        if ch + 1 < nt and tq[ch + 1, 0] < tq[ch, 0]:
+            ch += 1
+        if lk <= tq[ch, 0]:
+            break
+        tq[c, 0] = tq[ch, 0]
+        tq[c, 1] = tq[ch, 1]
+        c = ch
+    tq[c, 0] = lk
+    tq[c, 1] = lw
+    return key, what, nt
+
+
+@numba.njit(**INL)
+def _push_check(e, k, qd, tq, nt):
     """Queue a check of pair ``e`` at key ``k`` unless one is queued (``qd[e]``)."""
     if qd[e] != k:
         qd[e] = k
-        nt = _tpush(tk, tp, ti, nt, k, -1, e)
+        nt = _tpush(tq, nt, k, -e - 1)
     return nt
 
 
 @numba.njit(**INL)
-def _push_cursor(x, k, cpend, tk, tp, ti, nt):
+def _push_cursor(x, k, cpend, tq, nt):
     """Queue a cursor on port ``x`` from key ``k`` unless one from an earlier key is
     queued (``cpend[x]``: it walks past ``k``)."""
     if k < cpend[x]:
         cpend[x] = k
-        nt = _tpush(tk, tp, ti, nt, k, x, 0)
+        nt = _tpush(tq, nt, k, x)
     return nt
 
 
 @numba.njit(**INL)
-def _after(x, k, up, full, akey, apair, qbase, alen, qd, cpend, tk, tp, ti, nt):
+def _after(x, k, up, full, akey, apair, qbase, alen, qd, cpend, tq, nt):
     """Port ``x`` changed at key ``k`` (``full``: where it filled before). With less left
     after ``k``, every backfill of ``x`` ranked after ``k`` may change: re-check them.
     With more, only the one that filled it can (the ones before it left ``x`` something,
@@ -370,14 +412,14 @@ def _after(x, k, up, full, akey, apair, qbase, alen, qd, cpend, tk, tp, ti, nt):
     if not up:
         for i in range(b, b + alen[x]):
             if akey[i] > k:
-                nt = _push_check(apair[i], akey[i], qd, tk, tp, ti, nt)
+                nt = _push_check(apair[i], akey[i], qd, tq, nt)
     elif full < NEVER:
         if full > k:
             for i in range(b, b + alen[x]):
                 if akey[i] == full:
-                    nt = _push_check(apair[i], full, qd, tk, tp, ti, nt)
+                    nt = _push_check(apair[i], full, qd, tq, nt)
                     break
-        nt = _push_cursor(x, (k if k > full else full) + 1, cpend, tk, tp, ti, nt)
+        nt = _push_cursor(x, (k if k > full else full) + 1, cpend, tq, nt)
     return nt
 
 
@@ -392,7 +434,7 @@ def _touch(e, tmark, touched, n_touched):
 
 @numba.njit(**INL)
 def _assign(e, k, amt, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, pin, pout,
-            tmark, touched, n_touched, qd, cpend, tk, tp, ti, nt):
+            tmark, touched, n_touched, qd, cpend, tq, nt):
     """Pair ``e`` (head at key ``k``) gets backfill ``amt``: update both ports' lists and
     queue what may change after ``k`` on them (the backfills ranked later; a cursor from
     where the port used to fill, if it now has more left)."""
@@ -402,14 +444,14 @@ def _assign(e, k, amt, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, pin
         full = fullk[x]
         _put(x, k, e, amt, akey, apair, aamt, qbase, alen)
         fullk[x] = _full_at(x, R, akey, aamt, qbase, alen, tiny_of[x])
-        nt = _after(x, k, up, full, akey, apair, qbase, alen, qd, cpend, tk, tp, ti, nt)
+        nt = _after(x, k, up, full, akey, apair, qbase, alen, qd, cpend, tq, nt)
     a[e] = amt
     return _touch(e, tmark, touched, n_touched), nt
 
 
 @numba.njit(**INL)
 def _check(e, k, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, pin, pout, tmark,
-           touched, n_touched, qd, cpend, tk, tp, ti, nt):
+           touched, n_touched, qd, cpend, tq, nt):
     """Pair ``e`` (head at key ``k``) gets what both its ports have left before ``k``."""
     p = pin[e]
     q = pout[e]
@@ -421,13 +463,13 @@ def _check(e, k, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, pin, pout
             amt = 0.0
     if amt != a[e]:
         return _assign(e, k, amt, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, pin,
-                       pout, tmark, touched, n_touched, qd, cpend, tk, tp, ti, nt)
+                       pout, tmark, touched, n_touched, qd, cpend, tq, nt)
     return n_touched, nt
 
 
 @numba.njit(**INL)
 def _sweep(R, tiny_of, a, akey, apair, aamt, alen, fullk, hkey, pin, pout, qbase, qpo,
-           qkey, qlen, tmark, touched, n_touched, qd, cpend, tk, tp, ti, nt):
+           qkey, qlen, tmark, touched, n_touched, qd, cpend, tq, nt):
     """Repair the backfill: process the queued checks and cursors in key order.
 
     A check ``(k, -1, e)`` recomputes pair ``e``'s backfill from what its ports have left
@@ -440,11 +482,14 @@ def _sweep(R, tiny_of, a, akey, apair, aamt, alen, fullk, hkey, pin, pout, qbase
     port, and one per pair whose head moved on since its check was queued. Returns
     ``n_touched``."""
     while nt > 0:
-        k, x, e, nt = _tpop(tk, tp, ti, nt)
+        k, x, nt = _tpop(tq, nt)
+        e = -x - 1
         if x >= 0:
             if cpend[x] != k:
                 continue  # an earlier cursor walked past k
             cpend[x] = NEVER
+            if fullk[x] < k:
+                continue  # the port filled again before k
             # the cursor walks on while the port has room, checking the unserved pairs
             # whose other port has room too; it waits for the tasks ranked before a pair
             # it checks. (Passing a pair whose other port is full needs no wait: a task
@@ -457,12 +502,12 @@ def _sweep(R, tiny_of, a, akey, apair, aamt, alen, fullk, hkey, pin, pout, qbase
                     break  # the port is full before k
                 e = qpo[j, 0]
                 if fullk[qpo[j, 1]] >= k and a[e] == 0.0:
-                    if nt > 0 and tk[0] < k:
-                        nt = _push_cursor(x, k, cpend, tk, tp, ti, nt)
+                    if nt > 0 and tq[0, 0] < k:
+                        nt = _push_cursor(x, k, cpend, tq, nt)
                         break
                     n_touched, nt = _check(
                         e, k, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, pin,
-                        pout, tmark, touched, n_touched, qd, cpend, tk, tp, ti, nt)
+                        pout, tmark, touched, n_touched, qd, cpend, tq, nt)
                 j += 1
         else:
             if qd[e] == k:
@@ -470,7 +515,7 @@ def _sweep(R, tiny_of, a, akey, apair, aamt, alen, fullk, hkey, pin, pout, qbase
             if hkey[e] == k:  # else the pair's head moved on: stale
                 n_touched, nt = _check(
                     e, k, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, pin, pout,
-                    tmark, touched, n_touched, qd, cpend, tk, tp, ti, nt)
+                    tmark, touched, n_touched, qd, cpend, tq, nt)
     return n_touched
 
 
@@ -745,7 +790,7 @@ def _unlink(f, D, dpair, core_of, pool, pbeg, pend, fkey, hkey, pin, pout, qbase
 
 @numba.njit(**INL)
 def _release(e, k, nk, c, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, pin, pout,
-             tmark, touched, n_touched, qd, cpend, tk, tp, ti, nt):
+             tmark, touched, n_touched, qd, cpend, tq, nt):
     """What a finished flow of pair ``e`` (key ``k``; ``nk``: :func:`_unlink`'s) leaves
     to the backfill: the pair's backfill if it headed it (its next flow, to be checked,
     heads it now) and its first-pass rate ``c`` on its ports; queues what may change."""
@@ -753,9 +798,9 @@ def _release(e, k, nk, c, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, 
         if a[e] > 0.0:
             n_touched, nt = _assign(e, k, 0.0, R, tiny_of, a, akey, apair, aamt, qbase,
                                     alen, fullk, pin, pout, tmark, touched, n_touched, qd,
-                                    cpend, tk, tp, ti, nt)
+                                    cpend, tq, nt)
         if nk >= 0:
-            nt = _push_check(e, nk, qd, tk, tp, ti, nt)
+            nt = _push_check(e, nk, qd, tq, nt)
             n_touched = _touch(e, tmark, touched, n_touched)
     if c > 0.0:
         for side in range(2):
@@ -763,7 +808,7 @@ def _release(e, k, nk, c, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, 
             full = fullk[x]
             R[x] += c
             fullk[x] = _full_at(x, R, akey, aamt, qbase, alen, tiny_of[x])
-            nt = _after(x, -1, True, full, akey, apair, qbase, alen, qd, cpend, tk, tp, ti,
+            nt = _after(x, -1, True, full, akey, apair, qbase, alen, qd, cpend, tq,
                         nt)
     return n_touched, nt
 
@@ -775,7 +820,7 @@ KERNEL = dict(cache=True, _nrt=False)
 @numba.njit(**KERNEL)
 def _start(t, cflows, old, do_backfill, D, dpair, core_of, pool, pbeg, pend, hkey, pin,
            pout, qbase, qpo, qkey, qlen, cval, R, tiny_of, a, akey, apair, aamt, alen, fullk,
-           tmark, touched, qd, cpend, tk, tp, ti, rate, core, pinned, rem, size, tl, hk, hf,
+           tmark, touched, qd, cpend, tq, rate, core, pinned, rem, size, tl, hk, hf,
            hpos, nh, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate,
            n_seg):
     """A plan's rates: the backfill from scratch (a cursor on every port the caps leave
@@ -792,10 +837,10 @@ def _start(t, cflows, old, do_backfill, D, dpair, core_of, pool, pbeg, pend, hke
         nt = 0
         for x in range(R.shape[0]):
             if qlen[x] > 0 and R[x] > tiny_of[x]:
-                nt = _push_cursor(x, qkey[qbase[x]], cpend, tk, tp, ti, nt)
+                nt = _push_cursor(x, qkey[qbase[x]], cpend, tq, nt)
         n_touched = _sweep(R, tiny_of, a, akey, apair, aamt, alen, fullk, hkey, pin, pout,
-                           qbase, qpo, qkey, qlen, tmark, touched, n_touched, qd, cpend, tk, tp,
-                           ti, nt)
+                           qbase, qpo, qkey, qlen, tmark, touched, n_touched, qd, cpend, tq,
+                           nt)
     for x in range(n_touched):
         tmark[touched[x]] = False
     for f in old:
@@ -823,8 +868,8 @@ def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, r
             done, pinned, flow_completion, left, sent, coflow_completion, record, seg_start,
             seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg, D, dpair, core_of, pool,
             pbeg, pend, fkey, hkey, pin, pout, qbase, qpo, qkey, qlen, cval, R,
-            tiny_of, a, akey, apair, aamt, alen, fullk, tmark, touched, tbuf, qd, cpend, tk,
-            tp, ti, tl, hk, hf, hpos, nh, n_live, stash, stash_fin, chg, chgmark, nchg):
+            tiny_of, a, akey, apair, aamt, alen, fullk, tmark, touched, tbuf, qd, cpend, tq,
+            tl, hk, hf, hpos, nh, n_live, stash, stash_fin, chg, chgmark, nchg):
     """Advance under the plan :func:`_start` applied until a coflow completes or
     ``stop_time`` (or the segment record is full: call again after growing it). Returns
     ``(t, reason, n_seg, events, nh, n_live, nchg)``."""
@@ -879,7 +924,7 @@ def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, r
                 if do_backfill:
                     n_touched, nt = _release(e, k, nk, c, R, tiny_of, a, akey, apair, aamt,
                                              qbase, alen, fullk, pin, pout, tmark, touched,
-                                             n_touched, qd, cpend, tk, tp, ti, nt)
+                                             n_touched, qd, cpend, tq, nt)
             else:
                 nh = _hset(f, _due(f, tl, rem, rate, size), hk, hf, hpos, nh)
         t = t_new
@@ -891,7 +936,7 @@ def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, r
             freed = False
             n_touched = _sweep(R, tiny_of, a, akey, apair, aamt, alen, fullk, hkey, pin,
                                pout, qbase, qpo, qkey, qlen, tmark, touched, n_touched, qd,
-                               cpend, tk, tp, ti, nt)
+                               cpend, tq, nt)
             nt = 0
             n_t = n_touched
             for x in range(n_t):
@@ -925,7 +970,7 @@ def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, r
                     cval[f] = 0.0
                     n_touched, nt = _release(e, k, nk, c, R, tiny_of, a, akey, apair, aamt,
                                              qbase, alen, fullk, pin, pout, tmark, touched,
-                                             n_touched, qd, cpend, tk, tp, ti, nt)
+                                             n_touched, qd, cpend, tq, nt)
                     continue
                 nh, n_seg = _apply_rate(f, r, t, rate, core, pinned, rem, size, tl, hk, hf,
                                         hpos, nh, seg_start, record, seg_flow, seg_core,
@@ -938,10 +983,10 @@ def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, r
     for x in range(n_touched):
         tmark[touched[x]] = False
     for x in range(nt):
-        if tp[x] >= 0:
-            cpend[tp[x]] = NEVER
+        if tq[x, 1] >= 0:
+            cpend[tq[x, 1]] = NEVER
         else:
-            qd[ti[x]] = -1
+            qd[-tq[x, 1] - 1] = -1
     return t, reason, n_seg, events, nh, n_live, nchg
 
 
@@ -1029,9 +1074,7 @@ class CappedEngine:
         # the backfill's tasks: a check per pair and a cursor per port at most, and a
         # stale check per flow finishing in one event (see _sweep)
         w = C * D + 2 * nport + n + 8
-        self.tk = np.empty(w, dtype=np.int64)
-        self.tp = np.empty(w, dtype=np.int64)
-        self.ti = np.empty(w, dtype=np.int64)
+        self.tq = np.empty((w, 2), dtype=np.int64)
         self.qd = np.full(C * D, -1, dtype=np.int64)
         self.cpend = np.full(2 * nport, NEVER, dtype=np.int64)
         # per flow
@@ -1175,8 +1218,8 @@ class CappedEngine:
                 self.core_of, self.pool, self.pbeg, self.pend, self.hkey, self.pin,
                 self.pout, self.qbase, self.qpo, self.qkey, self.qlen, self.cval, self.R,
                 self.tiny_of, self.a, self.akey, self.apair, self.aamt, self.alen,
-                self.fullk, self.tmark, self.touched, self.qd, self.cpend, self.tk, self.tp,
-                self.ti, sim.rate, core, sim.pinned, sim.rem, a.size, self.tl, self.hk,
+                self.fullk, self.tmark, self.touched, self.qd, self.cpend, self.tq, sim.rate,
+                core, sim.pinned, sim.rem, a.size, self.tl, self.hk,
                 self.hf, self.hpos, self.nh, sim.seg_start, sim.record, *sim._seg,
                 sim.n_seg)
             self._old = None
@@ -1189,7 +1232,7 @@ class CappedEngine:
                 self.pend, self.fkey, self.hkey, self.pin, self.pout, self.qbase,
                 self.qpo, self.qkey, self.qlen, self.cval, self.R, self.tiny_of, self.a,
                 self.akey, self.apair, self.aamt, self.alen, self.fullk, self.tmark,
-                self.touched, self.tbuf, self.qd, self.cpend, self.tk, self.tp, self.ti,
+                self.touched, self.tbuf, self.qd, self.cpend, self.tq,
                 self.tl, self.hk, self.hf, self.hpos, self.nh, self.n_live, self.stash,
                 self.stash_fin, self.chg, self.chgmark, self.nchg)
             if not sim._ran(t, reason, ev):
