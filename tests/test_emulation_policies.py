@@ -60,7 +60,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0,
 
 def assert_clean():
     from emulate.mininet.clean import leftovers
-    assert leftovers() == {"bridges": [], "interfaces": [], "run_dirs": []}
+    assert leftovers(settled=True) == {"bridges": [], "interfaces": [], "run_dirs": []}
 
 
 def contest(rate=RATE) -> Workload:

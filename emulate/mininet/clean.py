@@ -68,7 +68,7 @@ def new_run_dir() -> str:
     os.makedirs(STATE_DIR, mode=0o755, exist_ok=True)
     d = os.path.join(STATE_DIR, f"run-{os.getpid()}-{int(time.time() * 1000) % 10**9}")
     os.mkdir(d, 0o700)
-    write_state(d, engine_pid=os.getpid(), engine_cmd=_cmdline(os.getpid()), procs=[],
+    write_state(d, engine_pid=os.getpid(), engine_cmd=command_line(os.getpid()), procs=[],
                 bridges=[])
     return d
 
@@ -98,7 +98,8 @@ def add_procs(run_dir: str, procs) -> None:
 
 
 # ---------------------------------------------------------------------- processes
-def _cmdline(pid: int) -> str:
+def command_line(pid: int) -> str:
+    """``pid``'s command line, words joined by spaces ("" when it is gone)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
             return fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
@@ -108,7 +109,7 @@ def _cmdline(pid: int) -> str:
 
 def is_ours(pid: int, marker: str) -> bool:
     """True while ``pid`` runs and its command line contains ``marker``."""
-    cmd = _cmdline(pid)
+    cmd = command_line(pid)
     return bool(cmd) and marker in cmd
 
 
@@ -235,9 +236,18 @@ def stale_files() -> list[str]:
         d for d in _controller_dirs() if os.path.basename(d)[len("coflowemu-"):] not in runs]
 
 
-def leftovers(files: bool = False) -> dict:
+def leftovers(files: bool = False, settled: bool = False) -> dict:
     """What of ours exists now (bridges, interfaces, run dirs; with ``files`` the stale
-    files too): empty lists when clean."""
+    files too): empty lists when clean.
+
+    With ``settled``, look while holding the Mininet lock (:mod:`emulate.mininet.lock`):
+    every run holds it from build to teardown, so what is found then was left behind, not
+    an emulation of another process in flight.
+    """
+    if settled:
+        from emulate.mininet import lock        # (lock imports this module)
+        with lock.hold(lock.LOCK_PATH):
+            return leftovers(files)
     dirs = sorted(os.listdir(STATE_DIR)) if os.path.isdir(STATE_DIR) else []
     out = {"bridges": our_bridges(), "interfaces": our_interfaces(), "run_dirs": dirs}
     if files:
