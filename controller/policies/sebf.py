@@ -96,10 +96,15 @@ class Sebf(Policy):
     def plan(self, state: State) -> Plan:
         if self.allocation != "varys":
             return self._offline_plan(state)
+        if state.arrays.cores == 1:
+            return self._one_core_plan(state)
+        return self._any_core_plan(state)
+
+    def _any_core_plan(self, state: State) -> Plan:
+        """Varys's plan on any number of cores, from the eligible flows' remaining
+        bytes: O(eligible flows)."""
         a = state.arrays
         rates = state.workload.fabric.rates
-        if a.cores == 1:
-            return self._one_core_plan(state)
         idx = index_for(self, a)
         active = state.active_coflows
         gamma = effective_bottleneck(state, active, idx)
@@ -110,7 +115,7 @@ class Sebf(Policy):
         return plan
 
     def _one_core_plan(self, state: State) -> Plan:
-        """The same plan on one core, from loads kept up to date from plan to plan
+        """:meth:`_any_core_plan` on one core, from loads kept up to date from plan to plan
         (:class:`~controller.policies.portload.CoflowLoads`): O(flows that sent since the
         last plan, and capped flows) instead of O(eligible flows)."""
         a = state.arrays
