@@ -167,13 +167,15 @@ def _set_rate(f, r, t, rate, core, seg_start, record, seg_flow, seg_core, seg_t0
 
 
 @numba.njit(**INL)
-def _mark(f, chg, chgmark, nchg):
-    """Note that flow ``f``'s remaining bytes changed (for the next State)."""
-    if not chgmark[f]:
-        chgmark[f] = True
-        chg[nchg] = f
-        nchg += 1
-    return nchg
+def _note(i, mark, items, n):
+    """Append ``i`` to the set ``items[:n]`` unless ``mark[i]`` says it is in it (the
+    flows whose remaining bytes changed, for the next State; the pairs whose backfill
+    changed); returns the new ``n``."""
+    if not mark[i]:
+        mark[i] = True
+        items[n] = i
+        n += 1
+    return n
 
 
 # ----------------------------------------------------------------------------- lists
@@ -424,15 +426,6 @@ def _after(x, k, up, full, akey, apair, qbase, alen, qd, cpend, tq, nt):
 
 
 @numba.njit(**INL)
-def _touch(e, tmark, touched, n_touched):
-    if not tmark[e]:
-        tmark[e] = True
-        touched[n_touched] = e
-        n_touched += 1
-    return n_touched
-
-
-@numba.njit(**INL)
 def _assign(e, k, amt, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, pin, pout,
             tmark, touched, n_touched, qd, cpend, tq, nt):
     """Pair ``e`` (head at key ``k``) gets backfill ``amt``: update both ports' lists and
@@ -446,7 +439,7 @@ def _assign(e, k, amt, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, pin
         fullk[x] = _full_at(x, R, akey, aamt, qbase, alen, tiny_of[x])
         nt = _after(x, k, up, full, akey, apair, qbase, alen, qd, cpend, tq, nt)
     a[e] = amt
-    return _touch(e, tmark, touched, n_touched), nt
+    return _note(e, tmark, touched, n_touched), nt
 
 
 @numba.njit(**INL)
@@ -801,7 +794,7 @@ def _release(e, k, nk, c, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, 
                                     cpend, tq, nt)
         if nk >= 0:
             nt = _push_check(e, nk, qd, tq, nt)
-            n_touched = _touch(e, tmark, touched, n_touched)
+            n_touched = _note(e, tmark, touched, n_touched)
     if c > 0.0:
         for side in range(2):
             x = pin[e] if side == 0 else pout[e]
@@ -912,7 +905,7 @@ def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, r
                 left, coflow_completion, rate, core, seg_start, record, seg_flow, seg_core,
                 seg_t0, seg_t1, seg_rate, n_seg)
             tl[f] = t_new
-            nchg = _mark(f, chg, chgmark, nchg)
+            nchg = _note(f, chgmark, chg, nchg)
             if fin:
                 n_live -= 1
                 freed = True
@@ -958,7 +951,7 @@ def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, r
                     coflow_completion, rate, core, seg_start, record, seg_flow, seg_core,
                     seg_t0, seg_t1, seg_rate, n_seg)
                 tl[f] = t
-                nchg = _mark(f, chg, chgmark, nchg)
+                nchg = _note(f, chgmark, chg, nchg)
                 if fin:  # rounding put its due time a hair after now: it ends now
                     n_live -= 1
                     freed = True
@@ -1009,7 +1002,7 @@ def _finish(t, D, dpair, core_of, pool, pbeg, pend, fkey, hkey, pin, pout, qbase
                 coflow_completion, rate, core, seg_start, record, seg_flow, seg_core,
                 seg_t0, seg_t1, seg_rate, n_seg)
             tl[f] = t
-            nchg = _mark(f, chg, chgmark, nchg)
+            nchg = _note(f, chgmark, chg, nchg)
             if fin:
                 n_live -= 1
                 nh = _hdel(f, hk, hf, hpos, nh)
