@@ -9,13 +9,18 @@ each, run one at a time): the process's wall time and user CPU, the simulator's 
 ``wall_seconds``, the peak resident memory of the process (``ru_maxrss`` of the child,
 from ``os.wait4``), time and memory per flow, and the growth of the simulation's wall
 time, of the process's user CPU and of its peak memory against ``k = 1`` in the same
-run, divided by ``k`` (1.00 = linear; above 1, superlinear). On a shared machine the user
+run, divided by ``k`` (1.00 = linear; above 1, superlinear), and the load average (1 min)
+at the end of each process. On a shared machine the user
 CPU is the steadier of the two times.
 
 ``--cores 2,4`` runs the same on parallel cores (each copy's ports keep ``m`` cores).
+``--before DIR`` runs every process a second time, right after, on the code checked out
+in ``DIR`` (e.g. ``git archive main | tar -x -C DIR``; the same interpreter with ``DIR``
+first on ``PYTHONPATH``) and prints its row and the ratios of this code's user CPU and
+simulation time to that code's, in the same run.
 
 Usage: ``python benchmarks/sim_growth.py [--trace PATH] [--tiles 1,4,10]
-[--policies sebf,sincronia,fifo,fair] [--cores 1]``
+[--policies sebf,sincronia,fifo,fair] [--cores 1] [--before DIR]``
 """
 from __future__ import annotations
 
@@ -61,13 +66,18 @@ def tile_trace(path: str, k: int, out: str) -> int:
     return len(rows)
 
 
-def run(trace: str, policy: str, cores: int) -> dict:
-    """One whole ``coflowemu run`` process: wall, user CPU, peak RSS (bytes), sim time."""
+def run(trace: str, policy: str, cores: int, code: str | None = None) -> dict:
+    """One whole ``coflowemu run`` process: wall, user CPU, peak RSS (bytes), sim time;
+    ``code``: a checkout to import the project from instead of this one."""
     cmd = [COFLOWEMU, "run", trace, "--policy", policy, "--cores", str(cores), "--json",
            "--no-lp-bound"]
+    env = dict(os.environ)
+    if code is not None:
+        env["PYTHONPATH"] = os.pathsep.join([os.path.abspath(code)] + [
+            p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True)
+                            text=True, env=env)
     out = proc.stdout.read()
     _, status, ru = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
@@ -85,6 +95,8 @@ def main() -> None:
     ap.add_argument("--tiles", default="1,4,10")
     ap.add_argument("--policies", default="sebf,sincronia,fifo,fair")
     ap.add_argument("--cores", default="1", help="comma-separated m values")
+    ap.add_argument("--before", metavar="DIR",
+                    help="a checkout of the code to compare with, run in the same run")
     args = ap.parse_args()
     if not os.path.exists(args.trace):
         raise SystemExit(f"trace not found: {args.trace} (see README: The Facebook trace)")
@@ -103,19 +115,28 @@ def main() -> None:
                   f"each, same run; growth = (figure at k / figure at 1) / k", flush=True)
             print(f"{'policy':<10}{'k':>3}{'flows':>10}{'wall s':>8}{'user s':>8}"
                   f"{'sim s':>8}{'peak MB':>9}{'B/flow':>8}{'us/flow':>8}"
-                  f"{'growth sim':>11}{'growth cpu':>11}{'growth mem':>11}{'mean CCT':>10}",
+                  f"{'growth sim':>11}{'growth cpu':>11}{'growth mem':>11}{'mean CCT':>10}"
+                  f"{'load':>6}",
                   flush=True)
             for p in args.policies.split(","):
-                base = None
+                base = {}
                 for k in tiles:
-                    r = run(paths[k], p, m)
-                    base = base or r
                     n = flows1 * k
-                    print(f"{p:<10}{k:>3}{n:>10}{r['wall']:8.1f}{r['user']:8.1f}"
-                          f"{r['sim']:8.1f}{r['rss'] / 2**20:9.0f}{r['rss'] / n:8.0f}"
-                          f"{1e6 * r['sim'] / n:8.2f}{r['sim'] / base['sim'] / k:11.2f}"
-                          f"{r['user'] / base['user'] / k:11.2f}"
-                          f"{r['rss'] / base['rss'] / k:11.2f}{r['cct']:10.2f}", flush=True)
+                    for who in ("now", "before") if args.before else ("now",):
+                        r = run(paths[k], p, m, args.before if who == "before" else None)
+                        b = base.setdefault(who, r)
+                        label = p if who == "now" else "  before"
+                        print(f"{label:<10}{k:>3}{n:>10}{r['wall']:8.1f}{r['user']:8.1f}"
+                              f"{r['sim']:8.1f}{r['rss'] / 2**20:9.0f}{r['rss'] / n:8.0f}"
+                              f"{1e6 * r['sim'] / n:8.2f}{r['sim'] / b['sim'] / k:11.2f}"
+                              f"{r['user'] / b['user'] / k:11.2f}"
+                              f"{r['rss'] / b['rss'] / k:11.2f}{r['cct']:10.2f}"
+                              f"{os.getloadavg()[0]:6.1f}", flush=True)
+                        if who == "before":
+                            print(f"{'':<10}{'':>3}{'now/before:':>18} user x"
+                                  f"{now['user'] / r['user']:.2f}, sim x"
+                                  f"{now['sim'] / r['sim']:.2f}", flush=True)
+                        now = r
 
 
 if __name__ == "__main__":

@@ -114,7 +114,11 @@ class Plan:
             raise PlanError(f"plan.byte_limit must be None or an array of {a.n_coflows} entries")
         if self.sharing not in SHARINGS:
             raise PlanError(f"plan.sharing must be one of {SHARINGS}, got {self.sharing!r}")
-        if a.cores == 1 and not self.core.any():
+        self._validate_cores(state)
+
+    def _validate_cores(self, state: "State") -> None:
+        a = state.arrays
+        if a.cores == 1 and (self.core is single_core(a) or not self.core.any()):
             return  # every flow on the one core (where any flow that sent is pinned)
         bad, f = _check_cores(self.core, np.flatnonzero(state.eligible), state.core,
                               state.flow_done, a.cores)
@@ -124,6 +128,18 @@ class Plan:
             raise PlanError(
                 f"plan moves flow {f} (coflow {state.workload.coflows[a.coflow[f]].id!r}) from "
                 f"core {state.core[f]} to core {self.core[f]}: flows may not migrate")
+
+
+def single_core(arrays: FlowArrays) -> np.ndarray:
+    """A read-only int array of zeros, one per flow (every flow on core 0): the same
+    array for the same ``arrays``, which :meth:`Plan.validate` accepts on a one-core
+    fabric without a pass over the flows."""
+    z = arrays.__dict__.get("_single_core")
+    if z is None or len(z) != arrays.n_flows:
+        z = np.zeros(arrays.n_flows, dtype=np.int64)
+        z.flags.writeable = False
+        arrays.__dict__["_single_core"] = z
+    return z
 
 
 @numba.njit(cache=True)
@@ -183,6 +199,10 @@ class State:
         The flow may send now: its coflow is ready and it has bytes left.
     core : int array per flow
         Core a started flow is pinned to, -1 while it has sent nothing.
+    changed : int array, optional
+        A hint: the flows whose ``remaining`` changed since the previous State the engine
+        handed to this policy (ascending); None when the engine does not know. A policy
+        that keeps values computed from ``remaining`` may update only these flows'.
     """
 
     time: float
@@ -198,6 +218,7 @@ class State:
     completion: np.ndarray
     eligible: np.ndarray
     core: np.ndarray
+    changed: np.ndarray | None = None
 
     @property
     def active_coflows(self) -> np.ndarray:
@@ -229,3 +250,82 @@ def coflow_order_plan(state: State, order, core: np.ndarray | None = None,
     else:
         _coflow_rank(pos, a.coflow, np.asarray(state.core, dtype=np.int64), rank, rank, False)
     return Plan(core=np.asarray(core, dtype=np.int64), rank=rank, coflow_order=order, **kw)
+
+
+class CoflowPlan(Plan):
+    """A ``"priority"`` plan given by a coflow order, flows of a coflow by index, with
+    rate caps on some of their flows (or none).
+
+    ``cap_flows`` (int array, in rank order) are capped at ``cap_values`` (bits/s); the
+    other flows of the ordered coflows at 0, so they only take what is left
+    (``backfill``). Without ``cap_flows`` nothing is capped. ``rank`` and ``rate_cap`` are
+    built from these when first read (a pass over every flow); an engine that reads
+    ``coflow_order`` and ``cap_flows`` does without them, so a plan costs the policy the
+    capped flows only. The eligible flows are those of ``state`` (read when built).
+    """
+
+    def __init__(self, state: State, order, core: np.ndarray, *, cap_flows=None,
+                 cap_values=None, **kw):
+        self._eligible = state.eligible
+        self._arrays = state.arrays
+        self._rank = None
+        self._rate_cap = None
+        super().__init__(core=core, rank=None, coflow_order=np.asarray(order, dtype=np.int64),
+                         **kw)
+        self.cap_flows = None if cap_flows is None else np.asarray(cap_flows, dtype=np.int64)
+        self.cap_values = (None if cap_values is None
+                           else np.asarray(cap_values, dtype=np.float64))
+
+    @property
+    def rank(self) -> np.ndarray:
+        if self._rank is None:
+            a = self._arrays
+            order = self.coflow_order
+            pos = np.full(a.n_coflows, -1.0)
+            pos[order] = np.arange(len(order), dtype=np.float64)
+            rank = np.full(a.n_flows, float(len(order) + 1))
+            f = np.flatnonzero(self._eligible & (pos[a.coflow] >= 0))
+            rank[f] = pos[a.coflow[f]] + f / float(a.n_flows + 1)
+            self._rank = rank
+        return self._rank
+
+    @rank.setter
+    def rank(self, value) -> None:
+        self._rank = value
+
+    @property
+    def rate_cap(self) -> np.ndarray | None:
+        if self._rate_cap is None and getattr(self, "cap_flows", None) is not None:
+            a = self._arrays
+            cap = np.full(a.n_flows, np.nan)
+            ordered = np.zeros(a.n_coflows, dtype=np.bool_)
+            ordered[self.coflow_order] = True
+            cap[self._eligible & ordered[a.coflow]] = 0.0
+            cap[self.cap_flows] = self.cap_values
+            self._rate_cap = cap
+        return self._rate_cap
+
+    @rate_cap.setter
+    def rate_cap(self, value) -> None:
+        self._rate_cap = value
+        if value is not None:
+            self.cap_flows = self.cap_values = None
+
+    def validate(self, state: State) -> None:
+        """As :meth:`Plan.validate`, on the order and the sparse caps."""
+        a = state.arrays
+        if not isinstance(self.core, np.ndarray) or self.core.shape != (a.n_flows,):
+            raise PlanError(f"plan.core must be a numpy array of {a.n_flows} entries")
+        order = self.coflow_order
+        if order.ndim != 1 or (len(order) and (order.min() < 0 or order.max() >= a.n_coflows)):
+            raise PlanError(f"plan.coflow_order must list coflow indices in 0..{a.n_coflows - 1}")
+        if self.cap_flows is not None and (
+                self.cap_values is None or self.cap_values.shape != self.cap_flows.shape
+                or not np.all(self.cap_values >= 0)):
+            raise PlanError("plan.cap_values must give a cap >= 0 to each of plan.cap_flows")
+        if self.byte_limit is not None and (not isinstance(self.byte_limit, np.ndarray)
+                                            or self.byte_limit.shape != (a.n_coflows,)):
+            raise PlanError(f"plan.byte_limit must be None or an array of {a.n_coflows} entries")
+        if self.sharing != "priority":
+            raise PlanError(f"a coflow-order plan shares by priority, not {self.sharing!r}")
+        self._validate_cores(state)

@@ -479,16 +479,16 @@ CAPPED = ["sebf", "weaver"]
 
 
 def count_capped_runs(monkeypatch):
-    """Counts the calls of the incremental capped engine (emulate.sim.capped.run_capped)."""
+    """Counts the runs of the incremental capped engine (emulate.sim.capped.CappedEngine)."""
     import emulate.sim.flowsim as sim
     calls = []
-    inner = sim.run_capped
+    inner = sim.CappedEngine.run
 
     def spy(*args):
         calls.append(1)
         return inner(*args)
 
-    monkeypatch.setattr(sim, "run_capped", spy)
+    monkeypatch.setattr(sim.CappedEngine, "run", spy)
     return calls
 
 

@@ -22,7 +22,7 @@ import numba
 import numpy as np
 
 from controller.cores import least_loaded_cores
-from controller.plan import Plan, State
+from controller.plan import Plan, State, single_core
 
 #: whether this version of ``Plan`` takes the ``coflow_order`` hint
 _HAS_COFLOW_ORDER = "coflow_order" in getattr(Plan, "__dataclass_fields__", {})
@@ -169,8 +169,7 @@ class FlowIndex:
         self.start = np.searchsorted(arrays.coflow[self.perm],
                                      np.arange(arrays.n_coflows + 1)).astype(np.int64)
         self.tie = np.arange(arrays.n_flows) / float(arrays.n_flows + 1)
-        self.zero_core = np.zeros(arrays.n_flows, dtype=np.int64)
-        self.zero_core.flags.writeable = False  # shared by every single-core plan
+        self.zero_core = single_core(arrays)  # shared by every single-core plan
 
     def gather(self, coflows: np.ndarray, eligible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The eligible flows of ``coflows``, coflow after coflow in the given order.
@@ -241,6 +240,150 @@ def index_for(policy, arrays) -> FlowIndex:
         idx = FlowIndex(arrays)
         policy._flow_index = idx
     return idx
+
+
+# ----------------------------------------------------------------------------- loads
+@numba.njit(cache=True)
+def _segment_sums(segs, sptr, sflow, rem, eligible, L):
+    """``L[s]``: the remaining bytes of the eligible flows of segment ``s``, summed by
+    flow index (as :func:`_bottleneck` sums a coflow's load on a port)."""
+    for s in segs:
+        v = 0.0
+        for q in range(sptr[s], sptr[s + 1]):
+            f = sflow[q]
+            if eligible[f]:
+                v += rem[f]
+        L[s] = v
+
+
+@numba.njit(cache=True)
+def _segment_max(coflows, cptr, L, out):
+    """``out[k]``: the largest of coflow ``k``'s port loads, for ``k`` in ``coflows``."""
+    for k in coflows:
+        v = 0.0
+        for s in range(cptr[k], cptr[k + 1]):
+            if L[s] > v:
+                v = L[s]
+        out[k] = v
+
+
+@numba.njit(cache=True)
+def _madd_one_core(order, cptr, seg_port, L, ptr, flows, eligible, rem, src, dst, cap,
+                   ports):
+    """:func:`_madd` on one core with every coflow a group, from the coflows' port loads
+    ``L``: a coflow that needs a saturated port is skipped (its flows' caps are 0) in
+    O(its ports), and once every port is saturated the rest are. Returns the capped
+    flows (rank order) and their caps, bytes/s."""
+    res = np.full(2 * ports, cap)
+    tol = 1e-9 * cap
+    open_ports = 2 * ports
+    n = 0
+    for k in order:
+        n += ptr[k + 1] - ptr[k]
+    out_f = np.empty(n, dtype=np.int64)
+    out_c = np.empty(n)
+    n = 0
+    for k in order:
+        if open_ports == 0:
+            break
+        gamma = 0.0
+        blocked = False
+        for s in range(cptr[k], cptr[k + 1]):
+            if L[s] > 0.0:
+                p = seg_port[s]
+                if res[p] <= tol:
+                    blocked = True
+                    break
+                if L[s] / res[p] > gamma:
+                    gamma = L[s] / res[p]
+        if blocked or gamma <= 0.0:
+            continue
+        for q in range(ptr[k], ptr[k + 1]):
+            f = flows[q]
+            if not eligible[f]:
+                continue
+            r = rem[f] / gamma
+            out_f[n] = f
+            out_c[n] = r
+            n += 1
+            for p in (src[f], ports + dst[f]):
+                was = res[p] > tol
+                res[p] = max(0.0, res[p] - r)
+                if was and res[p] <= tol:
+                    open_ports -= 1
+    return out_f[:n], out_c[:n]
+
+
+class CoflowLoads:
+    """Each coflow's load on each of its ports, kept up to date from plan to plan.
+
+    A coflow's load on a port is a *segment*: its flows through that port (inputs then
+    outputs, by flow index), whose remaining bytes are summed exactly as
+    :func:`_bottleneck` sums them. At each plan only the segments of the flows whose
+    remaining bytes changed since the last one (``State.changed``) and of the coflows
+    that became ready are summed again, so a plan costs O(flows that sent) instead of
+    O(eligible flows); without the hint (or for another run) every segment is.
+
+    Servers' ports are their links to every core together (capacity the sum of the core
+    rates), as in SEBF's effective bottleneck; :meth:`madd` is MADD on one core.
+    """
+
+    def __init__(self, arrays):
+        a = arrays
+        self.arrays = a
+        n, P = a.n_flows, a.ports
+        f = np.arange(n, dtype=np.int64)
+        key = np.concatenate([a.coflow * 2 * P + a.src, a.coflow * 2 * P + P + a.dst])
+        idx = np.argsort(key, kind="stable")
+        skey = key[idx]
+        new = np.ones(len(skey), dtype=np.bool_)
+        new[1:] = skey[1:] != skey[:-1]
+        seg = np.cumsum(new) - 1
+        self.sflow = np.concatenate([f, f])[idx]
+        self.sptr = np.concatenate([np.flatnonzero(new), [len(skey)]]).astype(np.int64)
+        first = skey[new]
+        self.seg_port = (first % (2 * P)).astype(np.int64)
+        self.cptr = np.searchsorted(first // (2 * P), np.arange(a.n_coflows + 1)).astype(
+            np.int64)
+        where = np.empty(2 * n, dtype=np.int64)
+        where[idx] = seg
+        self.seg_in, self.seg_out = where[:n], where[n:]
+        self.L = np.zeros(len(first))
+        self.peak = np.zeros(a.n_coflows)   # largest segment load per coflow
+        self._known = np.zeros(a.n_coflows, dtype=np.bool_)
+        self._rem = None
+
+    def update(self, state: State) -> None:
+        """Bring the loads of the active coflows up to ``state``."""
+        active = state.active_coflows
+        if state.changed is None or state.remaining is not self._rem:
+            self._known[:] = False
+            self._rem = state.remaining
+            stale = np.zeros(0, dtype=np.int64)
+        else:
+            ch = state.changed
+            stale = np.unique(np.concatenate([self.seg_in[ch], self.seg_out[ch]]))
+        fresh = active[~self._known[active]]
+        segs = np.concatenate([stale] + [np.arange(self.cptr[k], self.cptr[k + 1])
+                                         for k in fresh]) if len(fresh) else stale
+        _segment_sums(segs, self.sptr, self.sflow, state.remaining, state.eligible, self.L)
+        self._known[fresh] = True
+        coflows = np.unique(np.searchsorted(self.cptr, segs, side="right") - 1)
+        _segment_max(coflows, self.cptr, self.L, self.peak)
+
+    def bottleneck(self, coflows: np.ndarray, core_rates) -> np.ndarray:
+        """Γ (seconds) of each of ``coflows`` (active, :meth:`update` d), alone in the
+        fabric: :meth:`FlowIndex.bottleneck` without ``core``."""
+        return self.peak[coflows] / (np.sum(np.asarray(core_rates, dtype=np.float64) / 8.0))
+
+    def madd(self, state: State, order: np.ndarray, core_rate: float):
+        """MADD on one core (``core_rate`` bits/s) for the coflows ``order``: the capped
+        flows in rank order and their caps in bytes/s (the others' are 0)."""
+        a = self.arrays
+        return _madd_one_core(np.asarray(order, dtype=np.int64), self.cptr, self.seg_port,
+                              self.L, a.coflow_ptr, a.coflow_flows, state.eligible,
+                              np.asarray(state.remaining, dtype=np.float64), a.src, a.dst,
+                              core_rate / 8.0, a.ports)
 
 
 # ----------------------------------------------------------------------------- plans

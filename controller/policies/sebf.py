@@ -41,11 +41,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from controller.plan import Plan, State
+from controller.plan import CoflowPlan, Plan, State, single_core
 from controller.policies.base import Policy, PolicyError, one_of, register
 from controller.policies.offline_madd import BW_EPS, SIZE_EPS_BYTES, offline_madd
-from controller.policies.portload import (FlowIndex, index_for, madd_caps, ordered_plan,
-                                         tie_groups)
+from controller.policies.portload import (CoflowLoads, FlowIndex, index_for, madd_caps,
+                                         ordered_plan, tie_groups)
 
 #: ``Sebf(allocation=...)``: Varys's (the default) or Sincronia's offline simulator's
 ALLOCATIONS = ("varys", "sincronia-offline")
@@ -93,6 +93,13 @@ class Sebf(Policy):
     def plan(self, state: State) -> Plan:
         if self.allocation != "varys":
             return self._offline_plan(state)
+        if state.arrays.cores == 1:
+            return self._one_core_plan(state)
+        return self._any_core_plan(state)
+
+    def _any_core_plan(self, state: State) -> Plan:
+        """Varys's plan on any number of cores, from the eligible flows' remaining
+        bytes: O(eligible flows)."""
         a = state.arrays
         rates = state.workload.fabric.rates
         idx = index_for(self, a)
@@ -103,6 +110,22 @@ class Sebf(Policy):
         group = np.repeat(np.arange(len(order)), np.diff(bounds))
         plan.rate_cap = madd_caps(a, flows, group, plan.core, state.remaining, rates)
         return plan
+
+    def _one_core_plan(self, state: State) -> Plan:
+        """:meth:`_any_core_plan` on one core, from loads kept up to date from plan to plan
+        (:class:`~controller.policies.portload.CoflowLoads`): O(flows that sent since the
+        last plan, and capped flows) instead of O(eligible flows)."""
+        a = state.arrays
+        loads = getattr(self, "_loads", None)
+        if loads is None or loads.arrays is not a:
+            loads = self._loads = CoflowLoads(a)
+        loads.update(state)
+        active = state.active_coflows
+        gamma = loads.bottleneck(active, state.workload.fabric.rates)
+        order = active[np.lexsort((active, tie_groups(gamma)))]
+        flows, caps = loads.madd(state, order, state.workload.fabric.rates[0])
+        return CoflowPlan(state, order, single_core(a), cap_flows=flows,
+                          cap_values=caps * 8.0, backfill=True)
 
     def _offline_plan(self, state: State) -> Plan:
         """The reference's allocation, kept until its next event (a coflow completing

@@ -8,14 +8,15 @@ leave to the flows in rank order (backfilling). The engine's rule
 both its ports. Redone from scratch at every flow completion that costs O(eligible
 flows): on FB2010 about 12k flows send at once and 700k complete.
 
-Two facts make the work proportional to what changes instead:
+Three facts make the work proportional to what changes instead:
 
 * **The first pass is constant between plans.** When the caps fit the links (on each
   port of each core they sum to at most its rate, as MADD's do) every flow gets exactly
   its cap, and a completion only frees capacity, so nothing in the first pass changes
   until the next plan. What the caps leave on port ``p``, ``R[p]``, grows by the cap of
   each flow that finishes there. A plan whose caps do not fit (a flow held below its cap
-  by the caps ranked before it) is left to the rescan.
+  by the caps ranked before it) is left to the rescan. Flows without a cap take no part
+  in the first pass, so it runs over the capped flows only.
 * **The backfill is a greedy over (core, src, dst) pairs, repaired where it changes.**
   Only the first unfinished flow of a pair (its *head*) can get backfill, since the
   pair's earlier flow takes what is left on both its ports first; a backfilled head takes
@@ -26,187 +27,442 @@ Two facts make the work proportional to what changes instead:
   after ``k`` on that port, so it queues a *check* of each of them, and, if the port
   now has more left than before, a *cursor* that walks its pairs from where the port
   used to fill, offering each unserved pair what it can take (the cursors of
-  :mod:`emulate.sim.matching`, with amounts instead of whole links). Tasks run in rank order
-  and queue only tasks ranked after them, so each decision is made after every decision
-  ranked before it: the result is the greedy of the whole order, for work proportional
-  to what changed (on FB2010 about 60 checks and 40 cursor steps per completion, against
+  :mod:`emulate.sim.matching`, with amounts instead of whole links). Tasks run in rank
+  order and queue only tasks ranked after them, so each decision is made after every
+  decision ranked before it: the result is the greedy of the whole order, for work
+  proportional to what changed (on FB2010 about 30 rate changes per completion, against
   thousands of flows rescanned).
+* **The pairs outlive the plan.** Ranks are keys ``label[group] * W + r`` (a group is a
+  coflow, ``r`` a flow's rank inside it, by index; ``W`` a power of two above the largest
+  coflow): a plan that orders coflows (``Plan.coflow_order``) changes the keys of the
+  coflows it moves only, if the coflows it keeps in the same relative order keep their
+  labels. So each pair's flows stay sorted by key and each port's pairs by their head's
+  key from plan to plan; a new plan removes and reinserts the flows of the coflows it
+  moved (the fewest flows: the coflows kept are a heaviest increasing subsequence of the
+  old labels) and of those that became ready, and re-offers the backfill. A plan that
+  ranks flows one by one (no coflow order) keys each flow by its position and rebuilds
+  the pairs, in O(its flows).
 
 Flows whose rate does not change are not touched at an event: a flow's remaining bytes
 are brought up to date only when its rate changes, it finishes or the call returns
 (``tl``: the time ``rem`` refers to), and the next completion comes from a heap keyed by
-the time each flow's remaining bytes fall to the engine's finishing tolerance.
+the time each flow's remaining bytes fall to the engine's finishing tolerance. The
+helpers are inlined into three kernels (plan, event loop, finish); a numba call that
+passes arrays costs their reference counts and the arguments' copies, which were most of
+the engine's time when each helper was its own function.
 """
 from __future__ import annotations
 
 import numba
 import numpy as np
 
-from emulate.sim.matching import (COFLOW_DONE, EPS_BYTES, LEAF, SEG_FULL, STOP_TIME, STUCK,
-                              _requeue, advance_flow, heap_insert, heap_pop, joins_stop,
-                              set_rate)
+from emulate.sim.matching import (COFLOW_DONE, EPS_BYTES, SEG_FULL, STOP_TIME, STUCK,
+                                  advance_flow, emit, joins_stop)
 
 #: a first-pass rate this much below its cap means the caps do not fit the links
 CAP_SLACK = 1e-9
 
-
-@numba.njit(cache=True)
-def first_pass(order, src, dst, core, cap, core_cap, ports):
-    """The first pass of the capped priority rule over ``order`` (flows not done).
-
-    Returns ``(c, R, fits)``: each position's first-pass rate, what is left on each port
-    (input ``h*P + i``, output ``C*P + h*P + j``), and whether every flow got its cap
-    (up to :data:`CAP_SLACK`); when it is False the incremental engine does not apply.
-    """
-    cores = core_cap.shape[0]
-    nport = cores * ports
-    R = np.empty(2 * nport)
-    for h in range(cores):
-        R[h * ports:(h + 1) * ports] = core_cap[h]
-        R[nport + h * ports:nport + (h + 1) * ports] = core_cap[h]
-    c = np.zeros(order.shape[0])
-    fits = True
-    for m in range(order.shape[0]):
-        f = order[m]
-        h = core[f]
-        pi = h * ports + src[f]
-        po = nport + h * ports + dst[f]
-        r = min(cap[f], R[pi], R[po])
-        tiny = 1e-9 * core_cap[h]
-        if r > tiny:
-            c[m] = r
-            R[pi] -= r
-            R[po] -= r
-        if cap[f] > tiny and cap[f] - c[m] > CAP_SLACK * cap[f]:
-            fits = False
-    return c, R, fits
-
-
 #: the saturation key of a port that never fills
 NEVER = 1 << 62
 
+#: keys are below this (``label * W + r``)
+KEY_SPACE = 1 << 61
 
-@numba.njit(**LEAF)
-def _left(x, k, R, akey, aamt, alen):
-    """What the caps and the backfill of pairs ranked before key ``k`` leave on port x."""
-    v = R[x]
-    for i in range(alen[x]):
-        if akey[x, i] >= k:
+INL = dict(cache=True, inline="always")
+
+# the shared helpers of emulate.sim.matching, compiled again from the same source to be
+# inlined into the kernels below
+_advance = numba.njit(**INL)(advance_flow.py_func)
+_joins = numba.njit(**INL)(joins_stop.py_func)
+
+
+# ----------------------------------------------------------------------------- due heap
+@numba.njit(**INL)
+def _hswap(i, j, hk, hf, hpos):
+    hk[i], hk[j] = hk[j], hk[i]
+    hf[i], hf[j] = hf[j], hf[i]
+    hpos[hf[i]] = i
+    hpos[hf[j]] = j
+
+
+@numba.njit(**INL)
+def _hup(i, hk, hf, hpos):
+    while i > 0:
+        p = (i - 1) >> 1
+        if hk[p] <= hk[i]:
             break
-        v -= aamt[x, i]
-    return v
+        _hswap(i, p, hk, hf, hpos)
+        i = p
 
 
-@numba.njit(**LEAF)
-def _full_at(x, R, akey, aamt, alen, tiny):
-    """The key of the backfill that fills port ``x`` (-1: the caps fill it; NEVER)."""
-    v = R[x]
-    if v <= tiny:
-        return -1
-    for i in range(alen[x]):
-        v -= aamt[x, i]
-        if v <= tiny:
-            return akey[x, i]
-    return NEVER
+@numba.njit(**INL)
+def _hdown(i, n, hk, hf, hpos):
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and hk[c + 1] < hk[c]:
+            c += 1
+        if hk[i] <= hk[c]:
+            break
+        _hswap(i, c, hk, hf, hpos)
+        i = c
 
 
-@numba.njit(**LEAF)
-def _put(x, k, e, amt, akey, apair, aamt, alen):
-    """Set pair ``e``'s backfill (key ``k``) in port ``x``'s sorted list (0: remove it).
-    The lists have room for every pair of the port."""
-    n = alen[x]
-    i = 0
-    while i < n and akey[x, i] < k:
-        i += 1
-    if i < n and akey[x, i] == k:
-        if amt > 0.0:
-            aamt[x, i] = amt
-        else:
-            for j in range(i, n - 1):
-                akey[x, j] = akey[x, j + 1]
-                apair[x, j] = apair[x, j + 1]
-                aamt[x, j] = aamt[x, j + 1]
-            alen[x] = n - 1
-        return
-    if amt <= 0.0:
-        return
-    for j in range(n, i, -1):
-        akey[x, j] = akey[x, j - 1]
-        apair[x, j] = apair[x, j - 1]
-        aamt[x, j] = aamt[x, j - 1]
-    akey[x, i] = k
-    apair[x, i] = e
-    aamt[x, i] = amt
-    alen[x] = n + 1
+@numba.njit(**INL)
+def _hset(f, key, hk, hf, hpos, nh):
+    """Flow ``f``'s due time is ``key`` (pushed if absent); returns the heap size."""
+    i = hpos[f]
+    if i < 0:
+        hk[nh] = key
+        hf[nh] = f
+        hpos[f] = nh
+        _hup(nh, hk, hf, hpos)
+        return nh + 1
+    old = hk[i]
+    hk[i] = key
+    if key < old:
+        _hup(i, hk, hf, hpos)
+    else:
+        _hdown(i, nh, hk, hf, hpos)
+    return nh
 
 
-@numba.njit(cache=True)
-def _room(tk, tp, ti, need):
-    """A heap's arrays (keys, ports, indices) with room for ``need`` entries: the same
-    arrays if they have it, else grown copies. The loops below grow their heaps once per
-    event at most and push with :func:`emulate.sim.matching.heap_insert`: an array rebound
-    per push would cost its reference counts on every push."""
-    if need <= tk.shape[0]:
-        return tk, tp, ti
-    w = max(need, 2 * tk.shape[0])
-    k2 = np.empty(w, dtype=tk.dtype)
-    p2 = np.empty(w, dtype=np.int64)
-    i2 = np.empty(w, dtype=np.int64)
-    k2[:tk.shape[0]] = tk
-    p2[:tk.shape[0]] = tp
-    i2[:tk.shape[0]] = ti
-    return k2, p2, i2
+@numba.njit(**INL)
+def _hdel(f, hk, hf, hpos, nh):
+    """Remove flow ``f`` from the heap (if there); returns the heap size."""
+    i = hpos[f]
+    if i < 0:
+        return nh
+    nh -= 1
+    hpos[f] = -1
+    if i < nh:
+        hk[i] = hk[nh]
+        hf[i] = hf[nh]
+        hpos[hf[i]] = i
+        _hup(i, hk, hf, hpos)
+        _hdown(hpos[hf[i]], nh, hk, hf, hpos)
+    return nh
 
 
-@numba.njit(**LEAF)
-def _assign(e, k, amt, R, tiny_of, a, akey, apair, aamt, alen, fullk, pin, pout, tmark, touched, n_touched,
-            tk, tp, ti, nt):
-    """Pair ``e`` (head at key ``k``) gets backfill ``amt``: update both ports' lists and
-    queue what may change after ``k`` on them (the backfills ranked later; a cursor from
-    where the port used to fill, if it now has more left)."""
-    up = amt < a[e]
-    for x in (pin[e], pout[e]):
-        full = fullk[x]
-        _put(x, k, e, amt, akey, apair, aamt, alen)
-        fullk[x] = _full_at(x, R, akey, aamt, alen, tiny_of[x])
-        nt = _after(x, k, up, full, akey, apair, alen, tk, tp, ti, nt)
-    a[e] = amt
-    if not tmark[e]:
-        tmark[e] = True
-        touched[n_touched] = e
-        n_touched += 1
-    return n_touched, nt
+# ----------------------------------------------------------------------------- rates
+@numba.njit(**INL)
+def _due(f, tl, rem, rate, size):
+    """The time flow ``f`` is down to the finishing tolerance."""
+    left = rem[f] - (EPS_BYTES + 1e-12 * size[f])
+    return tl[f] + (left if left > 0.0 else 0.0) / rate[f]
 
 
-@numba.njit(**LEAF)
-def _first_at(keys, lo, hi, k):
-    """The first index in ``keys[lo:hi]`` (sorted) whose key is at least ``k`` (``hi``:
-    none); a binary search without the slice (whose reference count costs more)."""
+@numba.njit(**INL)
+def _set_rate(f, r, t, rate, core, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
+              seg_rate, n_seg):
+    """Flow ``f`` sends at ``r`` from ``t`` (:func:`emulate.sim.matching.set_rate`,
+    without a call to emit a segment unless one is recorded)."""
+    if record and rate[f] > 0.0:
+        n_seg = emit(record, f, core[f], seg_start[f], t, rate[f], seg_flow, seg_core,
+                     seg_t0, seg_t1, seg_rate, n_seg)
+    seg_start[f] = t
+    rate[f] = r
+    return n_seg
+
+
+@numba.njit(**INL)
+def _note(i, mark, items, n):
+    """Append ``i`` to the set ``items[:n]`` unless ``mark[i]`` says it is in it (the
+    flows whose remaining bytes changed, for the next State; the pairs whose backfill
+    changed); returns the new ``n``."""
+    if not mark[i]:
+        mark[i] = True
+        items[n] = i
+        n += 1
+    return n
+
+
+# ----------------------------------------------------------------------------- lists
+@numba.njit(**INL)
+def _pool_find(e, k, pool, pbeg, pend, fkey):
+    """The first index in pair ``e``'s flows whose key is at least ``k``."""
+    lo = pbeg[e]
+    hi = pend[e]
     while lo < hi:
-        mid = (lo + hi) // 2
-        if keys[mid] < k:
+        mid = (lo + hi) >> 1
+        if fkey[pool[mid]] < k:
             lo = mid + 1
         else:
             hi = mid
     return lo
 
 
-@numba.njit(**LEAF)
-def _after(x, k, up, full, akey, apair, alen, tk, tp, ti, nt):
-    """Port ``x`` changed at key ``k``: re-check its backfills ranked after ``k``; if it
-    has more left than before and used to fill, walk its pairs from where it filled."""
-    for i in range(alen[x]):
-        if akey[x, i] > k:
-            nt = heap_insert(tk, tp, ti, nt, akey[x, i], -1, apair[x, i])
-    if up and full < NEVER:
-        start = k if k > full else full
-        nt = heap_insert(tk, tp, ti, nt, start + 1, x, 0)
+@numba.njit(**INL)
+def _pool_insert(f, e, k, pool, pbase, pcap, pbeg, pend, fkey):
+    """Insert flow ``f`` (key ``k``) into pair ``e``'s sorted flows."""
+    i = _pool_find(e, k, pool, pbeg, pend, fkey)
+    if pend[e] < pbase[e] + pcap[e]:
+        for j in range(pend[e], i, -1):
+            pool[j] = pool[j - 1]
+        pool[i] = f
+        pend[e] += 1
+    else:  # no room after: shift the flows before i down one
+        for j in range(pbeg[e] - 1, i - 1):
+            pool[j] = pool[j + 1]
+        pool[i - 1] = f
+        pbeg[e] -= 1
+
+
+@numba.njit(**INL)
+def _pool_remove(f, e, k, pool, pbeg, pend, fkey):
+    """Remove flow ``f`` (key ``k``) from pair ``e``'s flows."""
+    i = _pool_find(e, k, pool, pbeg, pend, fkey)
+    if i == pbeg[e]:
+        pbeg[e] += 1
+        return
+    for j in range(i, pend[e] - 1):
+        pool[j] = pool[j + 1]
+    pend[e] -= 1
+
+
+@numba.njit(**INL)
+def _q_find(x, k, qkey, qbase, qlen):
+    """The first index in port ``x``'s pair list whose head key is at least ``k``
+    (a binary search without branches on the keys: they are unpredictable)."""
+    base = qbase[x]
+    n = qlen[x]
+    if n == 0:
+        return base
+    while n > 1:
+        half = n >> 1
+        base += half * (qkey[base + half] < k)
+        n -= half
+    return base + (qkey[base] < k)
+
+
+@numba.njit(**INL)
+def _q_move(src, dst, qpo, qkey):
+    """Copy entry ``src`` of the ports' lists to ``dst``."""
+    qpo[dst, 0] = qpo[src, 0]
+    qpo[dst, 1] = qpo[src, 1]
+    qkey[dst] = qkey[src]
+
+
+@numba.njit(**INL)
+def _q_insert(x, e, o, k, qpo, qkey, qbase, qlen):
+    """Insert pair ``e`` (head key ``k``, other port ``o``) into port ``x``'s list."""
+    i = _q_find(x, k, qkey, qbase, qlen)
+    for j in range(qbase[x] + qlen[x], i, -1):
+        _q_move(j - 1, j, qpo, qkey)
+    qpo[i, 0] = e
+    qpo[i, 1] = o
+    qkey[i] = k
+    qlen[x] += 1
+
+
+@numba.njit(**INL)
+def _q_remove(x, k, qpo, qkey, qbase, qlen):
+    """Remove the pair whose head key is ``k`` from port ``x``'s list."""
+    i = _q_find(x, k, qkey, qbase, qlen)
+    for j in range(i, qbase[x] + qlen[x] - 1):
+        _q_move(j + 1, j, qpo, qkey)
+    qlen[x] -= 1
+
+
+@numba.njit(**INL)
+def _requeue(x, k, nk, qpo, qkey, qbase, qlen):
+    """A pair's head moved from key ``k`` to a later ``nk`` (-1: no flow left): keep
+    port ``x``'s list sorted."""
+    if nk < 0:
+        _q_remove(x, k, qpo, qkey, qbase, qlen)
+        return
+    j = _q_find(x, k, qkey, qbase, qlen)
+    e = qpo[j, 0]
+    o = qpo[j, 1]
+    end = qbase[x] + qlen[x]
+    while j + 1 < end and qkey[j + 1] < nk:
+        _q_move(j + 1, j, qpo, qkey)
+        j += 1
+    qpo[j, 0] = e
+    qpo[j, 1] = o
+    qkey[j] = nk
+
+
+# ----------------------------------------------------------------------------- backfill
+@numba.njit(**INL)
+def _left(x, k, R, akey, aamt, qbase, alen):
+    """What the caps and the backfill of pairs ranked before key ``k`` leave on port x."""
+    v = R[x]
+    b = qbase[x]
+    for i in range(b, b + alen[x]):
+        if akey[i] >= k:
+            break
+        v -= aamt[i]
+    return v
+
+
+@numba.njit(**INL)
+def _full_at(x, R, akey, aamt, qbase, alen, tiny):
+    """The key of the backfill that fills port ``x`` (-1: the caps fill it; NEVER)."""
+    v = R[x]
+    if v <= tiny:
+        return -1
+    b = qbase[x]
+    for i in range(b, b + alen[x]):
+        v -= aamt[i]
+        if v <= tiny:
+            return akey[i]
+    return NEVER
+
+
+@numba.njit(**INL)
+def _put(x, k, e, amt, akey, apair, aamt, qbase, alen):
+    """Set pair ``e``'s backfill (key ``k``) in port ``x``'s sorted list (0: remove it).
+    The lists have room for every pair of the port."""
+    b = qbase[x]
+    n = alen[x]
+    i = 0
+    while i < n and akey[b + i] < k:
+        i += 1
+    if i < n and akey[b + i] == k:
+        if amt > 0.0:
+            aamt[b + i] = amt
+        else:
+            for j in range(b + i, b + n - 1):
+                akey[j] = akey[j + 1]
+                apair[j] = apair[j + 1]
+                aamt[j] = aamt[j + 1]
+            alen[x] = n - 1
+        return
+    if amt <= 0.0:
+        return
+    for j in range(b + n, b + i, -1):
+        akey[j] = akey[j - 1]
+        apair[j] = apair[j - 1]
+        aamt[j] = aamt[j - 1]
+    akey[b + i] = k
+    apair[b + i] = e
+    aamt[b + i] = amt
+    alen[x] = n + 1
+
+
+# the backfill's tasks: a min-heap of rows (key, what), ``what`` >= 0 a cursor on that
+# port, < 0 a check of pair ``-what - 1`` (one row per task: a level of the heap is one
+# cache line)
+@numba.njit(**INL)
+def _tpush(tq, nt, key, what):
+    c = nt
+    while c > 0:
+        p = (c - 1) >> 1
+        if tq[p, 0] <= key:
+            break
+        tq[c, 0] = tq[p, 0]
+        tq[c, 1] = tq[p, 1]
+        c = p
+    tq[c, 0] = key
+    tq[c, 1] = what
+    return nt + 1
+
+
+@numba.njit(**INL)
+def _tpop(tq, nt):
+    """Pop the smallest key; returns (key, what, new size)."""
+    key = tq[0, 0]
+    what = tq[0, 1]
+    nt -= 1
+    lk = tq[nt, 0]
+    lw = tq[nt, 1]
+    c = 0
+    while True:
+        ch = 2 * c + 1
+        if ch >= nt:
+            break
+        if ch + 1 < nt and tq[ch + 1, 0] < tq[ch, 0]:
+            ch += 1
+        if lk <= tq[ch, 0]:
+            break
+        tq[c, 0] = tq[ch, 0]
+        tq[c, 1] = tq[ch, 1]
+        c = ch
+    tq[c, 0] = lk
+    tq[c, 1] = lw
+    return key, what, nt
+
+
+@numba.njit(**INL)
+def _push_check(e, k, qd, tq, nt):
+    """Queue a check of pair ``e`` at key ``k`` unless one is queued (``qd[e]``)."""
+    if qd[e] != k:
+        qd[e] = k
+        nt = _tpush(tq, nt, k, -e - 1)
     return nt
 
 
-@numba.njit(**LEAF)
-def _sweep(R, tiny_of, a, akey, apair, aamt, alen, fullk, pptr, pflow, phead, pin, pout, qptr,
-           qpair, qkey, qlen, tmark, touched, n_touched, tk, tp, ti, nt):
+@numba.njit(**INL)
+def _push_cursor(x, k, cpend, tq, nt):
+    """Queue a cursor on port ``x`` from key ``k`` unless one from an earlier key is
+    queued (``cpend[x]``: it walks past ``k``)."""
+    if k < cpend[x]:
+        cpend[x] = k
+        nt = _tpush(tq, nt, k, x)
+    return nt
+
+
+@numba.njit(**INL)
+def _after(x, k, up, full, akey, apair, qbase, alen, qd, cpend, tq, nt):
+    """Port ``x`` changed at key ``k`` (``full``: where it filled before). With less left
+    after ``k``, every backfill of ``x`` ranked after ``k`` may change: re-check them.
+    With more, only the one that filled it can (the ones before it left ``x`` something,
+    so their other port held them): re-check it, and walk the port's pairs from there."""
+    b = qbase[x]
+    if not up:
+        for i in range(b, b + alen[x]):
+            if akey[i] > k:
+                nt = _push_check(apair[i], akey[i], qd, tq, nt)
+    elif full < NEVER:
+        if full > k:
+            for i in range(b, b + alen[x]):
+                if akey[i] == full:
+                    nt = _push_check(apair[i], full, qd, tq, nt)
+                    break
+        nt = _push_cursor(x, (k if k > full else full) + 1, cpend, tq, nt)
+    return nt
+
+
+@numba.njit(**INL)
+def _assign(e, k, amt, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, pin, pout,
+            tmark, touched, n_touched, qd, cpend, tq, nt):
+    """Pair ``e`` (head at key ``k``) gets backfill ``amt``: update both ports' lists and
+    queue what may change after ``k`` on them (the backfills ranked later; a cursor from
+    where the port used to fill, if it now has more left)."""
+    up = amt < a[e]
+    for side in range(2):
+        x = pin[e] if side == 0 else pout[e]
+        full = fullk[x]
+        _put(x, k, e, amt, akey, apair, aamt, qbase, alen)
+        fullk[x] = _full_at(x, R, akey, aamt, qbase, alen, tiny_of[x])
+        nt = _after(x, k, up, full, akey, apair, qbase, alen, qd, cpend, tq, nt)
+    a[e] = amt
+    return _note(e, tmark, touched, n_touched), nt
+
+
+@numba.njit(**INL)
+def _check(e, k, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, pin, pout, tmark,
+           touched, n_touched, qd, cpend, tq, nt):
+    """Pair ``e`` (head at key ``k``) gets what both its ports have left before ``k``."""
+    p = pin[e]
+    q = pout[e]
+    amt = 0.0
+    if fullk[p] >= k and fullk[q] >= k:  # neither port is full before k
+        amt = min(_left(p, k, R, akey, aamt, qbase, alen),
+                  _left(q, k, R, akey, aamt, qbase, alen))
+        if amt <= tiny_of[p]:
+            amt = 0.0
+    if amt != a[e]:
+        return _assign(e, k, amt, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, pin,
+                       pout, tmark, touched, n_touched, qd, cpend, tq, nt)
+    return n_touched, nt
+
+
+@numba.njit(**INL)
+def _sweep(R, tiny_of, a, akey, apair, aamt, alen, fullk, hkey, pin, pout, qbase, qpo,
+           qkey, qlen, tmark, touched, n_touched, qd, cpend, tq, nt):
     """Repair the backfill: process the queued checks and cursors in key order.
 
     A check ``(k, -1, e)`` recomputes pair ``e``'s backfill from what its ports have left
@@ -214,190 +470,407 @@ def _sweep(R, tiny_of, a, akey, apair, aamt, alen, fullk, pptr, pflow, phead, pi
     walks port ``x``'s pairs from key ``k`` while the port has something left, giving
     each unserved pair what it can take. Every task queues only tasks ranked after it, so
     each decision is made after every decision ranked before it: the result is the greedy
-    backfill of the whole order.
-
-    Returns ``(n_touched, nt)``. It stops early, with tasks still queued (``nt > 0``),
-    when the heap may not hold what the next task queues: :func:`_repair` grows it and
-    goes on."""
-    # the most tasks one check queues (two ports' backfills, a cursor each), plus one
-    room = 2 * akey.shape[1] + 5
+    backfill of the whole order. At most one check per pair and one cursor per port are
+    queued (a second is the same work), so the heap holds at most a task per pair and
+    port, and one per pair whose head moved on since its check was queued. Returns
+    ``n_touched``."""
     while nt > 0:
-        if nt + room > tk.shape[0]:
-            return n_touched, nt
-        k, x, e, nt = heap_pop(tk, tp, ti, nt)
+        k, x, nt = _tpop(tq, nt)
+        e = -x - 1
         if x >= 0:
-            # the cursor walks on while nothing queued is ranked before its next pair
-            lo = qptr[x]
-            nq = qlen[x]
-            idx = _first_at(qkey, lo, lo + nq, k) - lo
-            while idx < nq:
-                k = qkey[lo + idx]
+            if cpend[x] != k:
+                continue  # an earlier cursor walked past k
+            cpend[x] = NEVER
+            if fullk[x] < k:
+                continue  # the port filled again before k
+            # the cursor walks on while the port has room, checking the unserved pairs
+            # whose other port has room too; it waits for the tasks ranked before a pair
+            # it checks. (Passing a pair whose other port is full needs no wait: a task
+            # that gives that port room after all queues a cursor of its own there.)
+            j = _q_find(x, k, qkey, qbase, qlen)
+            end = qbase[x] + qlen[x]
+            while j < end:
+                k = qkey[j]
                 if fullk[x] < k:
                     break  # the port is full before k
-                if nt > 0 and tk[0] < k:
-                    nt = heap_insert(tk, tp, ti, nt, k, x, 0)
-                    break
-                if nt + room > tk.shape[0]:
-                    return n_touched, heap_insert(tk, tp, ti, nt, k, x, 0)  # resume here
-                e = qpair[lo + idx]
-                if a[e] == 0.0:
+                e = qpo[j, 0]
+                if fullk[qpo[j, 1]] >= k and a[e] == 0.0:
+                    if nt > 0 and tq[0, 0] < k:
+                        nt = _push_cursor(x, k, cpend, tq, nt)
+                        break
                     n_touched, nt = _check(
-                        e, k, R, tiny_of, a, akey, apair, aamt, alen, fullk, pin, pout, tmark,
-                        touched, n_touched, tk, tp, ti, nt)
-                idx += 1
+                        e, k, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, pin,
+                        pout, tmark, touched, n_touched, qd, cpend, tq, nt)
+                j += 1
         else:
-            if phead[e] >= pptr[e + 1] or pflow[phead[e]] != k:
-                continue  # the pair's head moved on
-            n_touched, nt = _check(
-                e, k, R, tiny_of, a, akey, apair, aamt, alen, fullk, pin, pout, tmark, touched, n_touched,
-                tk, tp, ti, nt)
-    return n_touched, nt
+            if qd[e] == k:
+                qd[e] = -1
+            if hkey[e] == k:  # else the pair's head moved on: stale
+                n_touched, nt = _check(
+                    e, k, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, pin, pout,
+                    tmark, touched, n_touched, qd, cpend, tq, nt)
+    return n_touched
+
+
+# ----------------------------------------------------------------------------- plans
+@numba.njit(cache=True)
+def _heaviest_increasing(labels, weight):
+    """Which entries to keep: a heaviest subsequence of ``labels`` (distinct; -1 entries
+    may not be kept) strictly increasing, by ``weight`` (> 0). O(n log n) with a Fenwick
+    tree over the labels' ranks."""
+    n = labels.shape[0]
+    keep = np.zeros(n, dtype=np.bool_)
+    idx = np.flatnonzero(labels >= 0)
+    m = idx.shape[0]
+    if m == 0:
+        return keep
+    rank = np.empty(n, dtype=np.int64)
+    srt = idx[np.argsort(labels[idx])]
+    for i in range(m):
+        rank[srt[i]] = i + 1
+    tree = np.zeros(m + 1)
+    arg = np.full(m + 1, -1, dtype=np.int64)
+    best = np.zeros(n)
+    prev = np.full(n, -1, dtype=np.int64)
+    top = -1
+    for i in idx:
+        # the heaviest chain ending below rank[i]
+        j = rank[i] - 1
+        b = 0.0
+        bi = -1
+        while j > 0:
+            if tree[j] > b:
+                b = tree[j]
+                bi = arg[j]
+            j -= j & (-j)
+        best[i] = b + weight[i]
+        prev[i] = bi
+        j = rank[i]
+        while j <= m:
+            if best[i] > tree[j]:
+                tree[j] = best[i]
+                arg[j] = i
+            j += j & (-j)
+        if top < 0 or best[i] > best[top]:
+            top = i
+    while top >= 0:
+        keep[top] = True
+        top = prev[top]
+    return keep
 
 
 @numba.njit(cache=True)
-def _repair(R, tiny_of, a, akey, apair, aamt, alen, fullk, pptr, pflow, phead, pin, pout,
-            qptr, qpair, qkey, qlen, tmark, touched, n_touched, tk, tp, ti, nt):
-    """:func:`_sweep` until the queue is empty, growing the task heap when it stops for
-    room. Returns ``(n_touched, tk, tp, ti)``."""
-    while True:
-        n_touched, nt = _sweep(R, tiny_of, a, akey, apair, aamt, alen, fullk, pptr, pflow,
-                               phead, pin, pout, qptr, qpair, qkey, qlen, tmark, touched,
-                               n_touched, tk, tp, ti, nt)
-        if nt == 0:
-            return n_touched, tk, tp, ti
-        tk, tp, ti = _room(tk, tp, ti, 2 * tk.shape[0])
-
-
-@numba.njit(**LEAF)
-def _check(e, k, R, tiny_of, a, akey, apair, aamt, alen, fullk, pin, pout, tmark, touched, n_touched,
-           tk, tp, ti, nt):
-    """Pair ``e`` (head at key ``k``) gets what both its ports have left before ``k``."""
-    p = pin[e]
-    q = pout[e]
-    amt = 0.0
-    if fullk[p] >= k and fullk[q] >= k:  # neither port is full before k
-        amt = min(_left(p, k, R, akey, aamt, alen), _left(q, k, R, akey, aamt, alen))
-        if amt <= tiny_of[p]:
-            amt = 0.0
-    if amt != a[e]:
-        return _assign(e, k, amt, R, tiny_of, a, akey, apair, aamt, alen, fullk, pin, pout, tmark, touched,
-                       n_touched, tk, tp, ti, nt)
-    return n_touched, nt
-
-
-@numba.njit(**LEAF)
-def _due(m, f, tl, rem, rate, size):
-    """The time flow ``f`` (position ``m``) is down to the finishing tolerance."""
-    left = rem[f] - (EPS_BYTES + 1e-12 * size[f])
-    return tl[m] + (left if left > 0.0 else 0.0) / rate[f]
-
-
-@numba.njit(**LEAF)
-def _free(m, c, R, tiny_of, a, akey, apair, aamt, alen, fullk, order, done, pair, pptr,
-          pflow, phead, pin, pout, qptr, qpair, qkey, qlen, tmark, touched, n_touched, tk, tp,
-          ti, nt):
-    """Flow ``f`` (position ``m``) has finished: its cap returns to its ports; if it
-    headed its pair, the pair's backfill is released and its next unfinished flow (to be
-    checked) heads it now. Queues what may change: the task heap must have room for
-    ``4 * width + 5`` more tasks (two ports' backfills, two cursors, a check)."""
-    e = pair[m]
-    if pflow[phead[e]] == m:
-        while phead[e] < pptr[e + 1] and done[order[pflow[phead[e]]]]:
-            phead[e] += 1
-        nxt = pflow[phead[e]] if phead[e] < pptr[e + 1] else -1
-        _requeue(pin[e], m, nxt, e, qptr, qpair, qkey, qlen)
-        _requeue(pout[e], m, nxt, e, qptr, qpair, qkey, qlen)
-        if a[e] > 0.0:
-            n_touched, nt = _assign(
-                e, m, 0.0, R, tiny_of, a, akey, apair, aamt, alen, fullk, pin, pout, tmark, touched,
-                n_touched, tk, tp, ti, nt)
-        if nxt >= 0:
-            nt = heap_insert(tk, tp, ti, nt, nxt, -1, e)
-            if not tmark[e]:
-                tmark[e] = True
-                touched[n_touched] = e
-                n_touched += 1
-    if c[m] > 0.0:
-        for x in (pin[e], pout[e]):
-            full = fullk[x]
-            R[x] += c[m]
-            fullk[x] = _full_at(x, R, akey, aamt, alen, tiny_of[x])
-            nt = _after(x, -1, True, full, akey, apair, alen, tk, tp, ti, nt)
-    return n_touched, nt
-
-
-@numba.njit(cache=True)
-def run_capped(t, stop_time, order, src, dst, coflow, size, core, c, R, do_backfill,
-               core_cap, rem, rate, done, pinned, flow_completion, left, sent,
-               coflow_completion, record, seg_start, seg_flow, seg_core, seg_t0, seg_t1,
-               seg_rate, n_seg, pairs):
-    """Advance under a capped priority plan whose caps fit (``c``, ``R``: :func:`
-    first_pass` of ``order``, the flows not done) until a coflow completes or
-    ``stop_time``. Returns (t, reason, n_seg, inner_events)."""
-    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pairs
+def _relabel(order, keep, label, space):
+    """New labels for the coflows of ``order`` (in priority order): those kept keep
+    theirs (increasing along ``order``), the others get labels spread between their kept
+    neighbours. Returns False (nothing changed) when a gap has no room: relabel all."""
     n = order.shape[0]
-    npairs = pin.shape[0]
+    i = 0
+    lo = 0
+    while i < n:
+        j = i
+        while j < n and not keep[j]:
+            j += 1
+        hi = label[order[j]] if j < n else space
+        cnt = j - i
+        if cnt > 0:
+            if hi - lo <= cnt:
+                return False
+            step = (hi - lo) // (cnt + 1)
+            if step < 1:
+                return False
+        i = j + 1
+        lo = hi
+    i = 0
+    lo = 0
+    while i < n:
+        j = i
+        while j < n and not keep[j]:
+            j += 1
+        hi = label[order[j]] if j < n else space
+        cnt = j - i
+        step = (hi - lo) // (cnt + 1) if cnt > 0 else 0
+        for q in range(cnt):
+            label[order[i + q]] = lo + (q + 1) * step
+        i = j + 1
+        lo = hi
+    return True
+
+
+@numba.njit(cache=True)
+def _update_pairs(moved, insert, ikey, core, dpair, D, pool, pbase, pcap, pbeg, pend, hkey,
+                  pin, pout, qbase, qpo, qkey, qlen, fkey, core_of, dirty, dmark):
+    """Remove the flows ``moved`` from their pairs, insert the flows ``insert`` (each on
+    its core ``core[f]``, with key ``ikey``), and put every pair whose head changed back
+    in its ports' lists. ``dirty``/``dmark`` are scratch per pair (left unmarked)."""
+    nd = 0
+    for f in moved:
+        e = core_of[f] * D + dpair[f]
+        _pool_remove(f, e, fkey[f], pool, pbeg, pend, fkey)
+        core_of[f] = -1
+        if not dmark[e]:
+            dmark[e] = True
+            dirty[nd] = e
+            nd += 1
+    for i in range(insert.shape[0]):
+        f = insert[i]
+        fkey[f] = ikey[i]
+        e = core[f] * D + dpair[f]
+        _pool_insert(f, e, ikey[i], pool, pbase, pcap, pbeg, pend, fkey)
+        core_of[f] = core[f]
+        if not dmark[e]:
+            dmark[e] = True
+            dirty[nd] = e
+            nd += 1
+    # out of the ports' lists, then in at their new heads' keys (the lists' other pairs
+    # kept their keys, so the lists stay sorted)
+    for i in range(nd):
+        e = dirty[i]
+        if hkey[e] >= 0:
+            _q_remove(pin[e], hkey[e], qpo, qkey, qbase, qlen)
+            _q_remove(pout[e], hkey[e], qpo, qkey, qbase, qlen)
+            hkey[e] = -1
+    for i in range(nd):
+        e = dirty[i]
+        dmark[e] = False
+        if pbeg[e] < pend[e]:
+            k = fkey[pool[pbeg[e]]]
+            _q_insert(pin[e], e, pout[e], k, qpo, qkey, qbase, qlen)
+            _q_insert(pout[e], e, pin[e], k, qpo, qkey, qbase, qlen)
+            hkey[e] = k
+
+
+@numba.njit(cache=True)
+def _coflow_flows(order, ptr, flows, eligible, core_of, want_in):
+    """The eligible flows of the coflows ``order``, coflow after coflow, by index; with
+    ``want_in`` >= 0 only those in the pairs (``core_of >= 0``, 1) or not (0)."""
+    n = 0
+    for k in order:
+        n += ptr[k + 1] - ptr[k]
+    out = np.empty(n, dtype=np.int64)
+    n = 0
+    for k in order:
+        for q in range(ptr[k], ptr[k + 1]):
+            f = flows[q]
+            if eligible[f] and (want_in < 0 or (core_of[f] >= 0) == (want_in == 1)):
+                out[n] = f
+                n += 1
+    return out[:n]
+
+
+_NO_CORE = np.zeros(0, dtype=np.int64)
+
+
+def coflow_flows(order, ptr, flows, eligible) -> np.ndarray:
+    """The eligible flows of the coflows ``order``, coflow after coflow, by index inside
+    (``ptr``, ``flows``: ``FlowArrays.coflow_ptr``, ``coflow_flows``)."""
+    return _coflow_flows(order, ptr, flows, eligible, _NO_CORE, -1)
+
+
+@numba.njit(cache=True)
+def capped_flows(ranked, rate_cap):
+    """The flows of ``ranked`` that a plan's caps (bits/s, NaN: none) let send in the
+    first pass, in the same order, and their caps in bytes/s (``inf`` for none)."""
+    out = np.empty(ranked.shape[0], dtype=np.int64)
+    caps = np.empty(ranked.shape[0])
+    n = 0
+    for f in ranked:
+        c = np.inf if np.isnan(rate_cap[f]) else rate_cap[f] / 8.0
+        if c > 0.0:
+            out[n] = f
+            caps[n] = c
+            n += 1
+    return out[:n], caps[:n]
+
+
+@numba.njit(cache=True)
+def _moved_cores(order, ptr, flows, eligible, core_of, core):
+    """Flows of ``order`` in the pairs whose plan puts them on another core."""
+    out = np.empty(16, dtype=np.int64)
+    n = 0
+    for k in order:
+        for q in range(ptr[k], ptr[k + 1]):
+            f = flows[q]
+            if eligible[f] and core_of[f] >= 0 and core_of[f] != core[f]:
+                if n == out.shape[0]:
+                    grown = np.empty(2 * n, dtype=np.int64)
+                    grown[:n] = out
+                    out = grown
+                out[n] = f
+                n += 1
+    return out[:n]
+
+
+@numba.njit(cache=True)
+def _first_pass(cflows, cap, src, dst, core, core_cap, ports, R, cval):
+    """The first pass of the capped priority rule over the capped flows ``cflows`` (in
+    rank order, caps ``cap`` in bytes/s): ``cval`` their rates, ``R`` what is left on
+    each port. Returns whether every flow got its cap (up to :data:`CAP_SLACK`); when it
+    is False the incremental engine does not apply (``cval`` is left zero)."""
     cores = core_cap.shape[0]
-    ports = (R.shape[0] // 2) // cores
     nport = cores * ports
-    seg_cap = seg_flow.shape[0]
-    tiny_of = np.empty(2 * nport)
-    for x in range(2 * nport):
-        tiny_of[x] = 1e-9 * core_cap[(x % nport) // ports]
-    # backfill state: per pair its amount, per port its backfills sorted by key (at
-    # most one per pair of the port)
-    a = np.zeros(npairs)
-    width = qlen.max() + 1
-    akey = np.empty((2 * nport, width), dtype=np.int64)
-    apair = np.empty((2 * nport, width), dtype=np.int64)
-    aamt = np.empty((2 * nport, width))
-    alen = np.zeros(2 * nport, dtype=np.int64)
-    fullk = np.empty(2 * nport, dtype=np.int64)  # per port, _full_at kept up to date
-    for x in range(2 * nport):
+    for h in range(cores):
+        R[h * ports:(h + 1) * ports] = core_cap[h]
+        R[nport + h * ports:nport + (h + 1) * ports] = core_cap[h]
+    fits = True
+    for m in range(cflows.shape[0]):
+        f = cflows[m]
+        h = core[f]
+        pi = h * ports + src[f]
+        po = nport + h * ports + dst[f]
+        r = min(cap[m], R[pi], R[po])
+        tiny = 1e-9 * core_cap[h]
+        if r > tiny:
+            cval[f] = r
+            R[pi] -= r
+            R[po] -= r
+        if cap[m] > tiny and cap[m] - cval[f] > CAP_SLACK * cap[m]:
+            fits = False
+    if not fits:
+        for f in cflows:
+            cval[f] = 0.0
+    return fits
+
+
+@numba.njit(**INL)
+def _rate_of(f, cval, a, pool, pbeg, pend, core_of, dpair, D):
+    """Flow ``f``'s rate: its first-pass rate, plus its pair's backfill if it heads it."""
+    r = cval[f]
+    if core_of[f] >= 0:
+        e = core_of[f] * D + dpair[f]
+        if pool[pbeg[e]] == f:
+            r = r + a[e]
+    return r
+
+
+@numba.njit(**INL)
+def _apply_rate(f, r, t, rate, core, pinned, rem, size, tl, hk, hf, hpos, nh, seg_start,
+                record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg):
+    """Flow ``f`` (brought up to ``t``) sends at ``r`` from ``t``: its segment, its pin,
+    its due time."""
+    if r != rate[f]:
+        n_seg = _set_rate(f, r, t, rate, core, seg_start, record, seg_flow, seg_core,
+                          seg_t0, seg_t1, seg_rate, n_seg)
+    if r > 0.0:
+        if pinned[f] < 0:
+            pinned[f] = core[f]
+        tl[f] = t
+        nh = _hset(f, _due(f, tl, rem, rate, size), hk, hf, hpos, nh)
+    else:
+        nh = _hdel(f, hk, hf, hpos, nh)
+    return nh, n_seg
+
+
+@numba.njit(**INL)
+def _unlink(f, D, dpair, core_of, pool, pbeg, pend, fkey, hkey, pin, pout, qbase, qpo,
+            qkey, qlen):
+    """Flow ``f`` has finished: out of its pair, whose head moves on if ``f`` headed it.
+    Returns ``(e, k, nk)``: its pair, its key and the pair's new head key if it headed it
+    (-1: no flow left), else -2."""
+    e = core_of[f] * D + dpair[f]
+    core_of[f] = -1
+    k = fkey[f]
+    if pool[pbeg[e]] != f:
+        _pool_remove(f, e, k, pool, pbeg, pend, fkey)
+        return e, k, -2
+    pbeg[e] += 1
+    nk = fkey[pool[pbeg[e]]] if pbeg[e] < pend[e] else -1
+    _requeue(pin[e], k, nk, qpo, qkey, qbase, qlen)
+    _requeue(pout[e], k, nk, qpo, qkey, qbase, qlen)
+    hkey[e] = nk
+    return e, k, nk
+
+
+@numba.njit(**INL)
+def _release(e, k, nk, c, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, pin, pout,
+             tmark, touched, n_touched, qd, cpend, tq, nt):
+    """What a finished flow of pair ``e`` (key ``k``; ``nk``: :func:`_unlink`'s) leaves
+    to the backfill: the pair's backfill if it headed it (its next flow, to be checked,
+    heads it now) and its first-pass rate ``c`` on its ports; queues what may change."""
+    if nk > -2:
+        if a[e] > 0.0:
+            n_touched, nt = _assign(e, k, 0.0, R, tiny_of, a, akey, apair, aamt, qbase,
+                                    alen, fullk, pin, pout, tmark, touched, n_touched, qd,
+                                    cpend, tq, nt)
+        if nk >= 0:
+            nt = _push_check(e, nk, qd, tq, nt)
+            n_touched = _note(e, tmark, touched, n_touched)
+    if c > 0.0:
+        for side in range(2):
+            x = pin[e] if side == 0 else pout[e]
+            full = fullk[x]
+            R[x] += c
+            fullk[x] = _full_at(x, R, akey, aamt, qbase, alen, tiny_of[x])
+            nt = _after(x, -1, True, full, akey, apair, qbase, alen, qd, cpend, tq,
+                        nt)
+    return n_touched, nt
+
+
+#: the kernels below allocate nothing: compiled without numba's reference counting
+KERNEL = dict(cache=True, _nrt=False)
+
+
+@numba.njit(**KERNEL)
+def _start(t, cflows, old, do_backfill, D, dpair, core_of, pool, pbeg, pend, hkey, pin,
+           pout, qbase, qpo, qkey, qlen, cval, R, tiny_of, a, akey, apair, aamt, alen, fullk,
+           tmark, touched, qd, cpend, tq, rate, core, pinned, rem, size, tl, hk, hf,
+           hpos, nh, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate,
+           n_seg):
+    """A plan's rates: the backfill from scratch (a cursor on every port the caps leave
+    something on), then every flow that sent under the last plan (``old``), is capped or
+    heads a backfilled pair gets its rate and due time. Returns ``(nh, n_seg)``."""
+    for x in range(R.shape[0]):
+        b = qbase[x]
+        for i in range(b, b + alen[x]):
+            a[apair[i]] = 0.0
+        alen[x] = 0
         fullk[x] = -1 if R[x] <= tiny_of[x] else NEVER
-    tmark = np.zeros(npairs, dtype=np.bool_)
-    touched = np.empty(npairs, dtype=np.int64)
     n_touched = 0
-    tk = np.empty(2 * nport + 4 * width, dtype=np.int64)  # backfill tasks
-    tp = np.empty(2 * nport + 4 * width, dtype=np.int64)
-    ti = np.empty(2 * nport + 4 * width, dtype=np.int64)
-    nt = 0
-    # rates: ``rem[order[m]]`` is the remaining at ``tl[m]``; due times on a heap
-    tl = np.full(n, t)
-    ver = np.zeros(n, dtype=np.int64)
-    hk = np.empty(max(1024, n), dtype=np.float64)
-    hp = np.empty(max(1024, n), dtype=np.int64)
-    hi = np.empty(max(1024, n), dtype=np.int64)
-    nh = 0
-    stash = np.empty(1024, dtype=np.int64)  # flows due before the next completion
-    stash_fin = np.empty(1024)  # and when each would finish
-    n_live = n
-    events = 0
-    if record and n_seg + 2 * n + 2 > seg_cap:
-        return t, SEG_FULL, n_seg, events
-    # the first allocation: a cursor on every port the caps leave something on
     if do_backfill:
-        for x in range(2 * nport):
-            if qlen[x] > 0 and R[x] > tiny_of[x]:
-                nt = heap_insert(tk, tp, ti, nt, qkey[qptr[x]], x, 0)
-        n_touched, tk, tp, ti = _repair(
-            R, tiny_of, a, akey, apair, aamt, alen, fullk, pptr, pflow, phead, pin, pout, qptr,
-            qpair, qkey, qlen, tmark, touched, n_touched, tk, tp, ti, nt)
         nt = 0
+        for x in range(R.shape[0]):
+            if qlen[x] > 0 and R[x] > tiny_of[x]:
+                nt = _push_cursor(x, qkey[qbase[x]], cpend, tq, nt)
+        n_touched = _sweep(R, tiny_of, a, akey, apair, aamt, alen, fullk, hkey, pin, pout,
+                           qbase, qpo, qkey, qlen, tmark, touched, n_touched, qd, cpend, tq,
+                           nt)
     for x in range(n_touched):
         tmark[touched[x]] = False
+    for f in old:
+        nh, n_seg = _apply_rate(f, _rate_of(f, cval, a, pool, pbeg, pend, core_of, dpair, D),
+                                t, rate, core, pinned, rem, size, tl, hk, hf, hpos, nh,
+                                seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
+                                seg_rate, n_seg)
+    for f in cflows:
+        nh, n_seg = _apply_rate(f, _rate_of(f, cval, a, pool, pbeg, pend, core_of, dpair, D),
+                                t, rate, core, pinned, rem, size, tl, hk, hf, hpos, nh,
+                                seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
+                                seg_rate, n_seg)
+    for x in range(n_touched):
+        e = touched[x]
+        if pbeg[e] < pend[e]:
+            f = pool[pbeg[e]]
+            nh, n_seg = _apply_rate(f, cval[f] + a[e], t, rate, core, pinned, rem, size, tl,
+                                    hk, hf, hpos, nh, seg_start, record, seg_flow, seg_core,
+                                    seg_t0, seg_t1, seg_rate, n_seg)
+    return nh, n_seg
+
+
+@numba.njit(**KERNEL)
+def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, rem, rate,
+            done, pinned, flow_completion, left, sent, coflow_completion, record, seg_start,
+            seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg, D, dpair, core_of, pool,
+            pbeg, pend, fkey, hkey, pin, pout, qbase, qpo, qkey, qlen, cval, R,
+            tiny_of, a, akey, apair, aamt, alen, fullk, tmark, touched, tbuf, qd, cpend, tq,
+            tl, hk, hf, hpos, nh, n_live, stash, stash_fin, chg, chgmark, nchg):
+    """Advance under the plan :func:`_start` applied until a coflow completes or
+    ``stop_time`` (or the segment record is full: call again after growing it). Returns
+    ``(t, reason, n_seg, events, nh, n_live, nchg)``."""
+    npairs = pin.shape[0]
+    seg_cap = seg_flow.shape[0]
+    events = 0
+    nt = 0
     n_touched = 0
-    for m in range(n):
-        f = order[m]
-        e = pair[m]
-        r = c[m] + (a[e] if pflow[phead[e]] == m else 0.0)
-        if r != rate[f]:
-            n_seg = set_rate(f, r, t, rate, core, seg_start, record, seg_flow, seg_core,
-                             seg_t0, seg_t1, seg_rate, n_seg)
-        if r > 0.0:
-            if pinned[f] < 0:
-                pinned[f] = core[f]
-            nh = heap_insert(hk, hp, hi, nh, _due(m, f, tl, rem, rate, size), m, 0)
     reason = STOP_TIME
     while True:
         if record and n_seg + 2 * n_live + 2 * npairs + 2 > seg_cap:
@@ -406,60 +879,47 @@ def run_capped(t, stop_time, order, src, dst, coflow, size, core, c, R, do_backf
         # the next completion: flows whose due time is before the earliest finish
         best = np.inf
         n_st = 0
-        while nh > 0:
-            m = hp[0]
-            f = order[m]
-            if done[f] or hi[0] != ver[m]:
-                _, _, _, nh = heap_pop(hk, hp, hi, nh)
-                continue
-            if hk[0] > best:
-                break
-            _, _, _, nh = heap_pop(hk, hp, hi, nh)
-            fin = tl[m] + rem[f] / rate[f]
+        while nh > 0 and hk[0] <= best:
+            f = hf[0]
+            nh = _hdel(f, hk, hf, hpos, nh)
+            fin = tl[f] + rem[f] / rate[f]
             if fin < best:
                 best = fin
-            if n_st == stash.shape[0]:
-                grown = np.empty(2 * n_st, dtype=np.int64)
-                grown[:n_st] = stash
-                stash = grown
-                grown_fin = np.empty(2 * n_st)
-                grown_fin[:n_st] = stash_fin
-                stash_fin = grown_fin
-            stash[n_st] = m
+            stash[n_st] = f
             stash_fin[n_st] = fin
             n_st += 1
         if best == np.inf and stop_time == np.inf:
             reason = STUCK
             break
-        t_new = stop_time if joins_stop(best, stop_time, core_cap) else best
+        t_new = stop_time if _joins(best, stop_time, core_cap) else best
         events += 1
         coflow_done = False
         freed = False
-        hk, hp, hi = _room(hk, hp, hi, nh + n_st)
-        if do_backfill:
-            tk, tp, ti = _room(tk, tp, ti, nt + n_st * (4 * width + 5))
         for x in range(n_st):
-            m = stash[x]
-            f = order[m]
+            f = stash[x]
             # the flows finishing at ``t_new`` send all they have left: ``t_new - tl``
             # may round to less (to 0 when what is left takes under an ulp of ``t``)
-            dt = np.inf if stash_fin[x] <= t_new else t_new - tl[m]
-            n_seg, fin, cd = advance_flow(
+            dt = np.inf if stash_fin[x] <= t_new else t_new - tl[f]
+            n_seg, fin, cd = _advance(
                 f, dt, t_new, rem, size, sent, coflow, done, flow_completion,
                 left, coflow_completion, rate, core, seg_start, record, seg_flow, seg_core,
                 seg_t0, seg_t1, seg_rate, n_seg)
-            tl[m] = t_new
+            tl[f] = t_new
+            nchg = _note(f, chgmark, chg, nchg)
             if fin:
                 n_live -= 1
                 freed = True
                 coflow_done = coflow_done or cd
+                e, k, nk = _unlink(f, D, dpair, core_of, pool, pbeg, pend, fkey, hkey,
+                                   pin, pout, qbase, qpo, qkey, qlen)
+                c = cval[f]
+                cval[f] = 0.0
                 if do_backfill:
-                    n_touched, nt = _free(
-                        m, c, R, tiny_of, a, akey, apair, aamt, alen, fullk, order, done, pair,
-                        pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, tmark, touched,
-                        n_touched, tk, tp, ti, nt)
+                    n_touched, nt = _release(e, k, nk, c, R, tiny_of, a, akey, apair, aamt,
+                                             qbase, alen, fullk, pin, pout, tmark, touched,
+                                             n_touched, qd, cpend, tq, nt)
             else:
-                nh = heap_insert(hk, hp, hi, nh, _due(m, f, tl, rem, rate, size), m, ver[m])
+                nh = _hset(f, _due(f, tl, rem, rate, size), hk, hf, hpos, nh)
         t = t_new
         if coflow_done or t >= stop_time:
             reason = COFLOW_DONE if coflow_done else STOP_TIME
@@ -467,56 +927,320 @@ def run_capped(t, stop_time, order, src, dst, coflow, size, core, c, R, do_backf
         # repair the backfill; the pairs' heads whose rate changes take it now
         while freed and do_backfill:
             freed = False
-            n_touched, tk, tp, ti = _repair(
-                R, tiny_of, a, akey, apair, aamt, alen, fullk, pptr, pflow, phead, pin, pout, qptr,
-                qpair, qkey, qlen, tmark, touched, n_touched, tk, tp, ti, nt)
+            n_touched = _sweep(R, tiny_of, a, akey, apair, aamt, alen, fullk, hkey, pin,
+                               pout, qbase, qpo, qkey, qlen, tmark, touched, n_touched, qd,
+                               cpend, tq, nt)
             nt = 0
             n_t = n_touched
-            n_touched = 0
-            hk, hp, hi = _room(hk, hp, hi, nh + n_t)
             for x in range(n_t):
-                e = touched[x]
-                tmark[e] = False
-                if phead[e] >= pptr[e + 1]:
+                tbuf[x] = touched[x]
+            n_touched = 0
+            for x in range(n_t):
+                tmark[tbuf[x]] = False
+            for x in range(n_t):
+                e = tbuf[x]
+                if pbeg[e] >= pend[e]:
                     continue
-                m = pflow[phead[e]]
-                f = order[m]
-                r = c[m] + a[e]
+                f = pool[pbeg[e]]
+                r = cval[f] + a[e]
                 if r == rate[f]:
                     continue
                 # bring the flow up to now at its old rate, then change it
-                n_seg, fin, cd = advance_flow(
-                    f, t - tl[m], t, rem, size, sent, coflow, done, flow_completion, left,
+                n_seg, fin, cd = _advance(
+                    f, t - tl[f], t, rem, size, sent, coflow, done, flow_completion, left,
                     coflow_completion, rate, core, seg_start, record, seg_flow, seg_core,
                     seg_t0, seg_t1, seg_rate, n_seg)
-                tl[m] = t
+                tl[f] = t
+                nchg = _note(f, chgmark, chg, nchg)
                 if fin:  # rounding put its due time a hair after now: it ends now
                     n_live -= 1
                     freed = True
                     coflow_done = coflow_done or cd
-                    tk, tp, ti = _room(tk, tp, ti, nt + 4 * width + 5)
-                    n_touched, nt = _free(
-                        m, c, R, tiny_of, a, akey, apair, aamt, alen, fullk, order, done, pair,
-                        pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, tmark, touched,
-                        n_touched, tk, tp, ti, nt)
+                    nh = _hdel(f, hk, hf, hpos, nh)
+                    e, k, nk = _unlink(f, D, dpair, core_of, pool, pbeg, pend, fkey, hkey,
+                                       pin, pout, qbase, qpo, qkey, qlen)
+                    c = cval[f]
+                    cval[f] = 0.0
+                    n_touched, nt = _release(e, k, nk, c, R, tiny_of, a, akey, apair, aamt,
+                                             qbase, alen, fullk, pin, pout, tmark, touched,
+                                             n_touched, qd, cpend, tq, nt)
                     continue
-                n_seg = set_rate(f, r, t, rate, core, seg_start, record, seg_flow, seg_core,
-                                 seg_t0, seg_t1, seg_rate, n_seg)
-                ver[m] += 1
-                if r > 0.0:
-                    if pinned[f] < 0:
-                        pinned[f] = core[f]
-                    nh = heap_insert(hk, hp, hi, nh, _due(m, f, tl, rem, rate, size), m,
-                                     ver[m])
+                nh, n_seg = _apply_rate(f, r, t, rate, core, pinned, rem, size, tl, hk, hf,
+                                        hpos, nh, seg_start, record, seg_flow, seg_core,
+                                        seg_t0, seg_t1, seg_rate, n_seg)
         if coflow_done:
             reason = COFLOW_DONE
             break
-    # bring every sending flow up to now (the next plan reads ``rem`` and ``sent``)
-    for m in range(n):
-        f = order[m]
-        if not done[f] and rate[f] > 0.0 and tl[m] < t:
-            n_seg, fin, cd = advance_flow(
-                f, t - tl[m], t, rem, size, sent, coflow, done, flow_completion, left,
+    # the tasks and marks of a repair cut short by the stop are dropped (the next plan
+    # starts the backfill from scratch)
+    for x in range(n_touched):
+        tmark[touched[x]] = False
+    for x in range(nt):
+        if tq[x, 1] >= 0:
+            cpend[tq[x, 1]] = NEVER
+        else:
+            qd[-tq[x, 1] - 1] = -1
+    return t, reason, n_seg, events, nh, n_live, nchg
+
+
+@numba.njit(**KERNEL)
+def _finish(t, D, dpair, core_of, pool, pbeg, pend, fkey, hkey, pin, pout, qbase, qpo,
+            qkey, qlen, cval, size, coflow, rem, sent, done, flow_completion, left,
+            coflow_completion, rate, core, seg_start, record, seg_flow, seg_core, seg_t0,
+            seg_t1, seg_rate, n_seg, tl, hk, hf, hpos, nh, n_live, stash, chg, chgmark,
+            nchg):
+    """Bring every sending flow up to ``t`` (the next plan reads ``rem`` and ``sent``).
+    Returns ``(n_seg, nh, n_live, nchg)``."""
+    n = nh
+    for i in range(n):
+        stash[i] = hf[i]
+    for i in range(n):
+        f = stash[i]
+        if tl[f] < t:
+            n_seg, fin, cd = _advance(
+                f, t - tl[f], t, rem, size, sent, coflow, done, flow_completion, left,
                 coflow_completion, rate, core, seg_start, record, seg_flow, seg_core,
                 seg_t0, seg_t1, seg_rate, n_seg)
-    return t, reason, n_seg, events
+            tl[f] = t
+            nchg = _note(f, chgmark, chg, nchg)
+            if fin:
+                n_live -= 1
+                nh = _hdel(f, hk, hf, hpos, nh)
+                _unlink(f, D, dpair, core_of, pool, pbeg, pend, fkey, hkey, pin, pout,
+                        qbase, qpo, qkey, qlen)
+                cval[f] = 0.0
+    return n_seg, nh, n_live, nchg
+
+
+# ----------------------------------------------------------------------------- engine
+class CappedEngine:
+    """The capped engine of one simulation run: its pairs, ports and heaps, kept from
+    plan to plan (see the module docstring).
+
+    :meth:`plan` applies a plan's order and caps (False if the caps do not fit the
+    links: the rescan takes that plan); :meth:`run` advances it. Anything else that
+    changes the flows in between (another engine's step) must call :meth:`invalidate`:
+    the next plan then rebuilds the pairs from the flows eligible at that time.
+    """
+
+    def __init__(self, arrays, core_cap: np.ndarray):
+        a = arrays
+        self.arrays = a
+        n = a.n_flows
+        C, P = a.cores, a.ports
+        nport = C * P
+        self.core_cap = core_cap
+        # (src, dst) pairs of the workload; pair e = h * D + d on core h; each pair has
+        # room for every flow of its (src, dst)
+        uniq, dpair = np.unique(a.src * P + a.dst, return_inverse=True)
+        self.D = D = len(uniq)
+        self.dpair = dpair.astype(np.int64).reshape(-1)
+        h = np.repeat(np.arange(C, dtype=np.int64), D)
+        self.pin = h * P + np.tile(uniq // P, C)
+        self.pout = nport + h * P + np.tile(uniq % P, C)
+        self.pcap = np.tile(np.bincount(self.dpair, minlength=D), C).astype(np.int64)
+        self.pbase = np.concatenate([[0], np.cumsum(self.pcap)[:-1]]).astype(np.int64)
+        self.pool = np.empty(max(1, int(self.pcap.sum())), dtype=np.int64)
+        self.pbeg = self.pbase.copy()
+        self.pend = self.pbase.copy()
+        self.hkey = np.full(C * D, -1, dtype=np.int64)
+        self.a = np.zeros(C * D)
+        # per port: room for each of its pairs, in the pair list and the backfill list
+        deg = np.bincount(np.concatenate([self.pin, self.pout]), minlength=2 * nport)
+        self.qbase = np.concatenate([[0], np.cumsum(deg)]).astype(np.int64)
+        m = max(1, int(deg.sum()))
+        self.qpo = np.empty((m, 2), dtype=np.int64)   # (pair, its other port)
+        self.qlen = np.zeros(2 * nport, dtype=np.int64)
+        self.akey = np.empty(m, dtype=np.int64)
+        self.apair = np.empty(m, dtype=np.int64)
+        self.aamt = np.empty(m)
+        self.alen = np.zeros(2 * nport, dtype=np.int64)
+        self.fullk = np.full(2 * nport, NEVER, dtype=np.int64)
+        self.R = np.zeros(2 * nport)
+        tiny = np.repeat(1e-9 * np.asarray(core_cap, dtype=np.float64), P)
+        self.tiny_of = np.concatenate([tiny, tiny])
+        self.tmark = np.zeros(C * D, dtype=np.bool_)
+        self.touched = np.empty(C * D, dtype=np.int64)
+        self.tbuf = np.empty(C * D, dtype=np.int64)
+        self.dirty = np.empty(C * D, dtype=np.int64)
+        self.dmark = np.zeros(C * D, dtype=np.bool_)
+        # the backfill's tasks: a check per pair and a cursor per port at most, and a
+        # stale check per flow finishing in one event (see _sweep)
+        w = C * D + 2 * nport + n + 8
+        self.tq = np.empty((w, 2), dtype=np.int64)
+        self.qd = np.full(C * D, -1, dtype=np.int64)
+        self.cpend = np.full(2 * nport, NEVER, dtype=np.int64)
+        # per flow
+        nn = max(1, n)
+        self.core_of = np.full(n, -1, dtype=np.int64)
+        self.cval = np.zeros(n)
+        self.tl = np.zeros(n)
+        self.hk = np.empty(nn)
+        self.hf = np.empty(nn, dtype=np.int64)
+        self.hpos = np.full(n, -1, dtype=np.int64)
+        self.nh = 0
+        self.n_live = 0
+        self.stash = np.empty(nn, dtype=np.int64)
+        self.stash_fin = np.empty(nn)
+        self.chg = np.empty(nn, dtype=np.int64)
+        self.chgmark = np.zeros(n, dtype=np.bool_)
+        self.nchg = 0
+        # rank keys: label[coflow] * W + rk (rk: the flow's rank by index inside its
+        # coflow, W a power of two above the largest coflow); or, for a plan without a
+        # coflow order, the flow's position
+        ptr, flows = a.coflow_ptr, a.coflow_flows
+        self.rk = np.empty(n, dtype=np.int64)
+        self.rk[flows] = np.arange(n, dtype=np.int64) - np.repeat(ptr[:-1], np.diff(ptr))
+        self.W = 1 << max(0, int(np.diff(ptr).max(initial=1)) - 1).bit_length()
+        self.fkey = np.zeros(n, dtype=np.int64)
+        self.qkey = np.empty(m, dtype=np.int64)
+        self.mode = None
+        self.label = np.zeros(0, dtype=np.int64)   # per coflow
+        self.cflows = np.zeros(0, dtype=np.int64)
+        self.do_backfill = True
+        self.valid = False
+        self._old = None
+
+    def invalidate(self) -> None:
+        """Another engine moved the flows: rebuild at the next plan."""
+        self.valid = False
+
+    def take_changed(self) -> np.ndarray:
+        """The flows whose remaining bytes changed since the last call (sorted)."""
+        out = np.sort(self.chg[:self.nchg])
+        self.chgmark[out] = False
+        self.nchg = 0
+        return out
+
+    # ------------------------------------------------------------------ plans
+    def plan(self, t, order, coflow_order, core, cflows, caps, backfill, eligible, left,
+             rate) -> bool:
+        """Apply a plan at time ``t``: flows ranked by ``coflow_order`` (coflows, each
+        eligible flow in one of them, by index inside) or else by ``order`` (every
+        eligible flow), on cores ``core``; the flows ``cflows`` (rank order) capped at
+        ``caps`` (bytes/s, > 0), the others at 0. Returns False if the caps do not fit
+        the links (then the caller rescans and must :meth:`invalidate`)."""
+        a = self.arrays
+        mode = "flow" if coflow_order is None else "coflow"
+        old = self.hf[:self.nh].copy() if self.valid else np.flatnonzero(rate > 0)
+        if not (self.valid and mode == self.mode == "coflow"
+                and self._reorder(coflow_order, core, eligible, left)):
+            self._rebuild(mode, order, coflow_order, core, eligible)
+        self.cval[self.cflows] = 0.0
+        self.cflows = cflows
+        if not _first_pass(cflows, caps, a.src, a.dst, core, self.core_cap, a.ports,
+                           self.R, self.cval):
+            self.cflows = np.zeros(0, dtype=np.int64)
+            return False
+        self.do_backfill = bool(backfill)
+        self._old = old
+        self._core = core
+        return True
+
+    def _rebuild(self, mode, order, coflow_order, core, eligible) -> None:
+        """The pairs from scratch: every eligible flow, in rank order."""
+        a = self.arrays
+        self.pbeg[:] = self.pbase
+        self.pend[:] = self.pbase
+        self.hkey[:] = -1
+        self.a[:] = 0.0
+        self.qlen[:] = 0
+        self.alen[:] = 0
+        self.core_of[:] = -1
+        self.cval[:] = 0.0
+        self.hpos[self.hf[:self.nh]] = -1
+        self.nh = 0
+        self.cflows = np.zeros(0, dtype=np.int64)
+        if mode == "coflow":
+            n = len(coflow_order)
+            self.label = np.full(a.n_coflows, -1, dtype=np.int64)
+            self.label[coflow_order] = (np.arange(n, dtype=np.int64) + 1) * (
+                (KEY_SPACE // self.W) // (n + 1))
+            insert = _coflow_flows(coflow_order, a.coflow_ptr, a.coflow_flows, eligible,
+                                   self.core_of, -1)
+            ikey = self.label[a.coflow[insert]] * self.W + self.rk[insert]
+        else:
+            insert = order
+            ikey = np.arange(1, len(order) + 1, dtype=np.int64)
+        self._update(np.zeros(0, dtype=np.int64), insert, ikey, core)
+        self.n_live = len(insert)
+        self.mode = mode
+        self.valid = True
+
+    def _reorder(self, coflow_order, core, eligible, left) -> bool:
+        """The pairs under a new coflow order, moving the flows of the fewest coflows;
+        False (nothing changed) if the labels have no room left: rebuild."""
+        a = self.arrays
+        old_labels = self.label[coflow_order]
+        keep = _heaviest_increasing(old_labels, left[coflow_order].astype(np.float64))
+        new_label = self.label.copy()
+        if not _relabel(coflow_order, keep, new_label, KEY_SPACE // self.W):
+            return False
+        moved = coflow_order[(old_labels >= 0) & ~keep]
+        out = _coflow_flows(moved, a.coflow_ptr, a.coflow_flows, eligible, self.core_of, 1)
+        if a.cores > 1:   # flows not yet started may change cores from plan to plan
+            out = np.concatenate([out, _moved_cores(coflow_order[keep], a.coflow_ptr,
+                                                    a.coflow_flows, eligible,
+                                                    self.core_of, core)])
+        ins = np.concatenate([out, _coflow_flows(coflow_order[old_labels < 0], a.coflow_ptr,
+                                                 a.coflow_flows, eligible, self.core_of, 0)])
+        self.label = new_label
+        self._update(out, ins, new_label[a.coflow[ins]] * self.W + self.rk[ins], core)
+        self.n_live += len(ins) - len(out)
+        return True
+
+    def _update(self, out, ins, ikey, core) -> None:
+        _update_pairs(out, ins, ikey, core, self.dpair, self.D, self.pool, self.pbase,
+                      self.pcap, self.pbeg, self.pend, self.hkey, self.pin, self.pout,
+                      self.qbase, self.qpo, self.qkey, self.qlen, self.fkey, self.core_of,
+                      self.dirty, self.dmark)
+
+    # ------------------------------------------------------------------ run
+    def run(self, sim, stop: float) -> int:
+        """Advance ``sim`` (the :class:`emulate.sim.flowsim.Simulator`) under the plan
+        applied last until a coflow completes or ``stop``; returns the reason."""
+        a = self.arrays
+        life = sim.lifecycle
+        core = self._core
+        if self._old is not None:
+            need = len(self._old) + len(self.cflows) + len(self.pin) + 2
+            while sim.record and sim.n_seg + need > len(sim._seg[0]):
+                sim._grow_segments()
+            self.nh, sim.n_seg = _start(
+                sim.t, self.cflows, self._old, self.do_backfill, self.D, self.dpair,
+                self.core_of, self.pool, self.pbeg, self.pend, self.hkey, self.pin,
+                self.pout, self.qbase, self.qpo, self.qkey, self.qlen, self.cval, self.R,
+                self.tiny_of, self.a, self.akey, self.apair, self.aamt, self.alen,
+                self.fullk, self.tmark, self.touched, self.qd, self.cpend, self.tq, sim.rate,
+                core, sim.pinned, sim.rem, a.size, self.tl, self.hk,
+                self.hf, self.hpos, self.nh, sim.seg_start, sim.record, *sim._seg,
+                sim.n_seg)
+            self._old = None
+        while True:
+            t, reason, sim.n_seg, ev, self.nh, self.n_live, self.nchg = _events(
+                sim.t, stop, self.do_backfill, a.src, a.dst, a.coflow, a.size, core,
+                sim.core_cap, sim.rem, sim.rate, sim.done, sim.pinned, sim.flow_completion,
+                life.left, sim.sent, life.completion, sim.record, sim.seg_start, *sim._seg,
+                sim.n_seg, self.D, self.dpair, self.core_of, self.pool, self.pbeg,
+                self.pend, self.fkey, self.hkey, self.pin, self.pout, self.qbase,
+                self.qpo, self.qkey, self.qlen, self.cval, self.R, self.tiny_of, self.a,
+                self.akey, self.apair, self.aamt, self.alen, self.fullk, self.tmark,
+                self.touched, self.tbuf, self.qd, self.cpend, self.tq,
+                self.tl, self.hk, self.hf, self.hpos, self.nh, self.n_live, self.stash,
+                self.stash_fin, self.chg, self.chgmark, self.nchg)
+            if not sim._ran(t, reason, ev):
+                break
+        while sim.record and sim.n_seg + self.nh + 2 > len(sim._seg[0]):
+            sim._grow_segments()
+        sim.n_seg, self.nh, self.n_live, self.nchg = _finish(
+            sim.t, self.D, self.dpair, self.core_of, self.pool, self.pbeg, self.pend,
+            self.fkey, self.hkey, self.pin, self.pout, self.qbase, self.qpo, self.qkey,
+            self.qlen, self.cval, a.size, a.coflow, sim.rem, sim.sent, sim.done,
+            sim.flow_completion, life.left, life.completion, sim.rate, core, sim.seg_start,
+            sim.record, *sim._seg, sim.n_seg, self.tl, self.hk, self.hf, self.hpos, self.nh,
+            self.n_live, self.stash, self.chg, self.chgmark, self.nchg)
+        return reason
+
+    def sending(self) -> np.ndarray:
+        """The flows sending now."""
+        return self.hf[:self.nh].copy()

@@ -50,7 +50,7 @@ from controller.policies.base import Policy, policy_label
 from controller.rates import byte_caps, fair_rates, priority_rates
 from emulate.io.records import RunResult, Segments
 from emulate.sim import fairshare
-from emulate.sim.capped import first_pass, run_capped
+from emulate.sim.capped import CappedEngine, capped_flows, coflow_flows
 from emulate.sim.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_DONE,
                                   EPS_BYTES, SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
                                   STUCK as _STUCK, _less, advance_flow, byte_limit_dt, emit,
@@ -283,7 +283,8 @@ class Simulator:
         self._every_coflow = np.ones(nc, dtype=np.bool_)
         self._with_successors = np.array([len(s) > 0 for s in a.succs], dtype=np.bool_)
         self._stops = self._every_coflow
-        self._fit = None  # first_pass of the order _caps_fit last checked
+        self._capped = None  # the capped engine (emulate.sim.capped), built on first use
+        self._changed = None  # flows whose remaining changed in the last step, if known
         self._no_cap = None
         self._cap = None  # bytes/s caps of the current order's flows (others stale)
         if start_point is not None:
@@ -315,8 +316,10 @@ class Simulator:
         return life.make_ready(self.t, self.done)
 
     def state(self, event: str) -> State:
-        return self.lifecycle.state(self.t, event, self.workload, self.rem, self.sent,
-                                    self.done, self.pinned)
+        st = self.lifecycle.state(self.t, event, self.workload, self.rem, self.sent,
+                                  self.done, self.pinned)
+        st.changed = self._changed
+        return st
 
     # ---------------------------------------------------------------- main loop
     def run(self) -> RunResult:
@@ -360,6 +363,39 @@ class Simulator:
         plan = self.policy.plan(st)
         self.policy_calls += 1
         plan.validate(st)
+        life = self.lifecycle
+        stop = min(life.next_release_time, plan.horizon, until)
+        if stop <= self.t:
+            raise PlanError(f"plan horizon {plan.horizon} is not after now ({self.t})")
+        before = int(life.done.sum())
+        reason = self._advance_capped(plan, st, stop)
+        if reason is None:
+            reason = self._advance_other(plan, st, stop)
+        if reason == _STUCK:
+            stuck = [self.workload.coflows[k].id for k in np.flatnonzero(~life.done)][:5]
+            raise PlanError(
+                f"policy {self.policy.name!r} lets nothing send at t={self.t:g} while "
+                f"coflows {stuck} are unfinished and no event is pending")
+        for k in np.flatnonzero((life.left == 0) & ~life.done & life.ready):
+            life.complete(k, self.t)
+        event = {_COFLOW_DONE: "completion", _BYTE_LIMIT: "byte_limit",
+                 _STOP_TIME: "until" if self.t >= until else "horizon"}[reason]
+        released = int(life.released.sum())
+        if self._make_ready():
+            event = "ready"
+        elif int(life.released.sum()) > released:
+            event = "release"  # released, but waiting for predecessors
+        if self.progress is not None:
+            self.progress.update(int(life.done.sum()) - before)
+        self._event = event
+        return event
+
+    def _advance_other(self, plan, st, stop) -> int:
+        """Apply ``plan`` with every engine but the capped one until the next event."""
+        a = self.arrays
+        if self._capped is not None:
+            self._capped.invalidate()
+        self._changed = None
         matching = (plan.sharing == "priority" and plan.rate_cap is None
                     and self.incremental and not plan.rates_fixed)
         fair = (plan.sharing == "fair" and plan.rate_cap is None and plan.byte_limit is None
@@ -385,9 +421,6 @@ class Simulator:
                  else plan.byte_limit.astype(np.float64))
         core = np.ascontiguousarray(plan.core, dtype=np.int64)
         life = self.lifecycle
-        stop = min(life.next_release_time, plan.horizon, until)
-        if stop <= self.t:
-            raise PlanError(f"plan horizon {plan.horizon} is not after now ({self.t})")
         # positions in the order; rates carry over between calls only for flows still
         # in it (only flows of the previous order can be sending)
         pos = self._pos
@@ -399,7 +432,6 @@ class Simulator:
             self._order = order
             self._close_segments(np.sort(running[pos[running] < 0]))
         has_limit = bool(np.isfinite(limit).any())
-        before = int(life.done.sum())
         # the completions that end the incremental kernels' runs
         self._stops = (self._with_successors if self._through and plan.keep_at_completion
                        else self._every_coflow)
@@ -412,32 +444,12 @@ class Simulator:
               and not plan.rates_fixed):
             fair = True
             reason = self._advance_fair(stop, order, core)
-        elif (plan.sharing == "priority" and not has_limit and self.incremental
-              and not plan.rates_fixed and self._caps_fit(order, core, cap)):
-            reason = self._advance_capped(stop, order, core, cap, plan.backfill)
         else:
             reason = self._advance_scan(stop, order, pos, core, cap, plan, has_cap, limit,
                                         has_limit)
         if not fair:  # (the fair-sharing kernel drops its finished flows itself)
             _drop_done(order, self.done, life.eligible)
-        if reason == _STUCK:
-            stuck = [self.workload.coflows[k].id for k in np.flatnonzero(~life.done)][:5]
-            raise PlanError(
-                f"policy {self.policy.name!r} lets nothing send at t={self.t:g} while "
-                f"coflows {stuck} are unfinished and no event is pending")
-        for k in np.flatnonzero((life.left == 0) & ~life.done & life.ready):
-            life.complete(k, self.t)
-        event = {_COFLOW_DONE: "completion", _BYTE_LIMIT: "byte_limit",
-                 _STOP_TIME: "until" if self.t >= until else "horizon"}[reason]
-        released = int(life.released.sum())
-        if self._make_ready():
-            event = "ready"
-        elif int(life.released.sum()) > released:
-            event = "release"  # released, but waiting for predecessors
-        if self.progress is not None:
-            self.progress.update(int(life.done.sum()) - before)
-        self._event = event
-        return event
+        return reason
 
     def result(self) -> RunResult:
         """The run's record (call when :attr:`finished`)."""
@@ -571,33 +583,49 @@ class Simulator:
         a = self.arrays
         return pair_lists(order, a.src, a.dst, core, a.ports, a.cores * a.ports, self._map())
 
-    def _caps_fit(self, order, core, cap) -> bool:
-        """Whether the plan's caps fit the links (see emulate.sim.capped)."""
-        a = self.arrays
-        c, R, fits = first_pass(order, a.src, a.dst, core, cap, self.core_cap, a.ports)
-        self._fit = (c, R) if fits else None  # _advance_capped starts from it
-        return bool(fits)
-
-    def _advance_capped(self, stop, order, core, cap, backfill) -> int:
-        """Priority with caps that fit: the first pass fixed, the backfill repaired."""
+    def _advance_capped(self, plan, st, stop):
+        """Priority with caps that fit the links: the capped engine (emulate.sim.capped),
+        whose pairs outlive the plan. None if the plan is not one (no caps, byte limits,
+        fixed rates) or its caps do not fit: another engine takes it."""
+        sparse = getattr(plan, "cap_flows", None) is not None  # CoflowPlan's caps
+        if (plan.sharing != "priority" or not self.incremental or plan.rates_fixed
+                or (not sparse and plan.rate_cap is None)
+                or (plan.byte_limit is not None and np.isfinite(plan.byte_limit).any())):
+            return None
         a = self.arrays
         life = self.lifecycle
-        fit, self._fit = self._fit, None
-        while True:
-            live = order[~self.done[order]]
-            if fit is not None and len(live) == len(order):  # _caps_fit's, of this order
-                c, R = fit
-            else:
-                c, R, _ = first_pass(live, a.src, a.dst, core, cap, self.core_cap, a.ports)
-            fit = None
-            pairs = self._pairs(live, core)
-            t, reason, self.n_seg, ev = run_capped(
-                self.t, stop, live, a.src, a.dst, a.coflow, a.size, core, c, R, backfill,
-                self.core_cap, self.rem, self.rate, self.done, self.pinned,
-                self.flow_completion, life.left, self.sent, life.completion,
-                self.record, self.seg_start, *self._seg, self.n_seg, pairs)
-            if not self._ran(t, reason, ev):
-                return reason
+        co = plan.coflow_order
+        if co is not None:
+            co = np.ascontiguousarray(co, dtype=np.int64)
+            active = life.ready & ~life.done
+            if (len(co) != np.count_nonzero(active) or not active[co].all()
+                    or len(np.unique(co)) != len(co)):
+                co = None   # not every eligible flow is in it: rank flows one by one
+        order = None
+        if co is None:
+            order = np.ascontiguousarray(plan.flow_order(st), dtype=np.int64)
+        if sparse and co is not None:
+            cflows, caps = plan.cap_flows, plan.cap_values / 8.0
+        else:
+            ranked = order if co is None else coflow_flows(co, a.coflow_ptr, a.coflow_flows,
+                                                            life.eligible)
+            cflows, caps = capped_flows(ranked, np.asarray(plan.rate_cap, dtype=np.float64))
+        if self._capped is None:
+            self._capped = CappedEngine(a, self.core_cap)
+        eng = self._capped
+        core = np.ascontiguousarray(plan.core, dtype=np.int64)
+        if not eng.plan(self.t, order, co, core, cflows, caps, plan.backfill,
+                        life.eligible, life.left, self.rate):
+            return None
+        # the other engines' bookkeeping: no order of theirs is current
+        self._pos[self._order] = -1
+        self._kept = self._fair = None
+        reason = eng.run(self, stop)
+        self._order = eng.sending()
+        changed = eng.take_changed()
+        life.eligible[changed[self.done[changed]]] = False
+        self._changed = changed
+        return reason
 
     def _advance_scan(self, stop, order, pos, core, cap, plan, has_cap, limit,
                       has_limit) -> int:
