@@ -6,7 +6,8 @@ lists; each combination is a :class:`Run`, one task of the runner
 version (:func:`code_version`). The schema (``docs/sweeps.md`` has the manual)::
 
     name = "demo"                 # the sweep's name: its partition in the results store
-    engines = ["sim"]             # sim | mininet (root; one emulation per machine)
+    engines = ["sim"]             # sim | mininet (root; one emulation per machine) |
+                                  # direct (the policy's algorithm on the instance)
     bounds = ["auto"]             # LP bounds every run reports ("none": no bound)
 
     [[workloads]]                 # a generator kind (emulate/io/generators.py) ...
@@ -54,7 +55,8 @@ from functools import lru_cache
 #: keys a ``[[policies]]`` group takes besides its options
 _POLICY_KEYS = ("specs",)
 #: LP bounds a spec may ask for (experiments.sweep.execute.lower_bound computes them)
-BOUNDS = ("auto", "none", "flow", "coflow", "single", "lp1", "lp2", "lp3", "moldable", "cls")
+BOUNDS = ("auto", "none", "flow", "coflow", "single", "lp1", "lp2", "lp3", "moldable",
+          "makespan", "cls", "task")
 #: fabric defaults for generated workloads (those of ``coflowemu generate``)
 DEFAULT_FABRIC = {"ports": 8, "cores": 2, "rate": "1Gbps"}
 
@@ -210,13 +212,12 @@ def parse_spec(doc: dict, *, source: str | None = None) -> Spec:
 def _part(doc: dict, name: str | None, own: dict, at_: str, base: str, err) -> Part:
     """One cross product: ``doc``'s engines, bounds, workloads, fabrics and policies
     (``own``: the part's own keys, whose errors name the path ``at_ + key``)."""
-    from emulate.engines import engines
     at = {k: (at_ if k in own else "") for k in
           ("engines", "bounds", "workloads", "fabrics", "policies")}
     eng = _strings(doc.get("engines", ["sim"]), at["engines"] + "engines", err)
     for i, e in enumerate(eng):
-        if e not in engines():
-            raise err(f"unknown engine {e!r}; known: {', '.join(engines())}",
+        if e not in sweep_engines():
+            raise err(f"unknown engine {e!r}; known: {', '.join(sweep_engines())}",
                       f"{at['engines']}engines[{i}]")
     bounds = _strings(doc.get("bounds", ["auto"]), at["bounds"] + "bounds", err)
     for i, b in enumerate(bounds):
@@ -233,6 +234,21 @@ def _part(doc: dict, name: str | None, own: dict, at_: str, base: str, err) -> P
                      for i, p in enumerate(_tables(doc, "policies", err, required=True,
                                                    at=at["policies"])))
     return Part(name, eng, bounds, workloads, fabrics or ({},), policies)
+
+
+def sweep_engines() -> tuple:
+    """The engines a spec may name: the registered ones (:mod:`emulate.engines`) and
+    ``direct`` (the policy's algorithm on the instance: :mod:`experiments.sweep.direct`)."""
+    from emulate.engines import engines
+    from experiments.sweep.direct import DIRECT
+    return (*engines(), DIRECT)
+
+
+def emulated(engine: str) -> bool:
+    """Whether ``engine`` is an emulation (root, one per machine: every engine but the
+    simulator and the direct runs)."""
+    from experiments.sweep.direct import DIRECT
+    return engine not in ("sim", DIRECT)
 
 
 def _tables(doc, key, err, required=False, at="") -> list:
