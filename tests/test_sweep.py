@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from experiments.sweep.spec import SpecError, parse_spec, read_spec
@@ -147,7 +148,6 @@ def test_rows_match_the_engine_called_directly(local):
     from controller.lp.bound import lp_bound_for
     from emulate.engines import get_engine
     from emulate.io.generators import generate
-    from experiments.compare import Row
     from experiments.sweep.store import open_results
     d, spec, _ = local
     db = open_results(str(d / "out"))
@@ -156,11 +156,11 @@ def test_rows_match_the_engine_called_directly(local):
     w = generate("coflows", seed=1, ports=4, cores=2, rate_bps=1e9, params={"coflows": 5})
     r = get_engine("sim").run(w, "sebf")
     lp = lp_bound_for(w)
-    expect = Row.of(r, lp)
+    wr = float(w.arrays.weight @ w.arrays.release)
     assert row[1] == pytest.approx(r.total_weighted_completion, rel=1e-12)
     assert row[2] == pytest.approx(lp, rel=1e-9)
-    assert row[3] == pytest.approx(expect.lp_ratio, rel=1e-9)
-    assert row[4] == pytest.approx(expect.p99_cct, rel=1e-12)
+    assert row[3] == pytest.approx((r.total_weighted_completion - wr) / (lp - wr), rel=1e-9)
+    assert row[4] == pytest.approx(np.percentile(r.cct, 99), rel=1e-12)
     ccts = [c[0] for c in db.sql(f"select cct from coflows where run_key = '{row[0]}' "
                                  f"order by id").fetchall()]
     assert sorted(ccts) == pytest.approx(sorted(r.cct.tolist()), rel=1e-12)
@@ -250,6 +250,18 @@ def test_a_separate_scheduler_and_two_workers_give_identical_results(local, tmp_
                 p.wait()
     assert report.done == 8 and len(report.failed) == 4
     assert _rows(tmp_path / "out") == _rows(d / "out")
+
+
+def test_the_in_process_executor_gives_the_clusters_rows(local, tmp_path):
+    """workers = 0 (compare, demo): the same execute per run, no Dask, same rows."""
+    from experiments.sweep.runner import SweepError, run_sweep
+    d, spec, _ = local
+    report = run_sweep(spec, str(tmp_path / "out"), workers=0, progress=False)
+    assert report.workers == 0 and report.done == 8 and len(report.failed) == 4
+    assert "in this process" in report.format()
+    assert _rows(tmp_path / "out") == _rows(d / "out")
+    with pytest.raises(SweepError, match="takes no scheduler"):
+        run_sweep(spec, str(tmp_path / "x"), workers=0, scheduler="tcp://127.0.0.1:1")
 
 
 def test_emulation_runs_are_refused_without_root(tmp_path, monkeypatch):

@@ -29,7 +29,7 @@ from functools import lru_cache
 import numpy as np
 
 from experiments.sweep.direct import DIRECT
-from experiments.sweep.spec import Run, emulated
+from experiments.sweep.spec import Run, canonical, emulated
 
 #: the lock every emulation on a machine takes (common to tests, benchmarks, sweeps)
 MININET_LOCK = "/tmp/coflowemu-mininet.lock"
@@ -52,7 +52,7 @@ def execute(run: Run) -> Outcome:
     """Run ``run``; never raises for a failure of the run itself (see the module doc)."""
     t0 = time.perf_counter()
     try:
-        workload, fabric = _canon(run.workload), _canon(run.fabric)
+        workload, fabric = canonical(run.workload), canonical(run.fabric)
         out = (_direct if run.engine == DIRECT else _engine)(run, workload, fabric)
         out.run.update(status="ok", error=None)
     except Exception as e:  # noqa: BLE001 - every failure of a run is its record
@@ -195,10 +195,6 @@ def lp_ratio(total_weighted_completion: float, weight, release, lp: float | None
 
 
 # ------------------------------------------------------------------------------ workload
-def _canon(d: dict) -> str:
-    return json.dumps(d, sort_keys=True)
-
-
 @lru_cache(maxsize=32)
 def build_workload(workload: str, fabric: str):
     """The run's workload (cached per process; workloads are immutable)."""

@@ -240,7 +240,8 @@ def _connected(scheduler: str | None, workers: int | None):
                           # not daemonic: an emulation run starts processes of its own
                           "distributed.worker.daemon": False}):
         cluster = SpecCluster(scheduler={"cls": Scheduler, "options": {
-            "host": "127.0.0.1", "dashboard_address": None}},
+            "host": "127.0.0.1", "port": 0, "dashboard": False,
+            "dashboard_address": "127.0.0.1:0"}},
             workers={f"worker-{i}": {"cls": Nanny, "options": {
                 "nthreads": 1, "host": "127.0.0.1", "dashboard": False,
                 "silence_logs": logging.CRITICAL,

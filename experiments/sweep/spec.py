@@ -122,6 +122,12 @@ class Run:
         return f"{part}{what} {fab}{rate} {self.engine} {self.policy}{opts}"
 
 
+def canonical(d: dict) -> str:
+    """``d`` as canonical JSON (sorted keys): how a run's workload and fabric are passed
+    to the cached builders of :mod:`experiments.sweep.execute`."""
+    return json.dumps(d, sort_keys=True)
+
+
 def run_key(params: dict) -> str:
     """The hash (16 hex digits of SHA-256) of a run's parameters, in canonical JSON."""
     text = json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
@@ -165,14 +171,19 @@ class Spec:
 # ------------------------------------------------------------------------------ reading
 def read_spec(path: str) -> Spec:
     """Read a TOML spec; relative workload files are resolved against its folder."""
+    return parse_spec(read_doc(path), source=path)
+
+
+def read_doc(path: str) -> dict:
+    """A spec file's document (the TOML as a dict, not yet validated: for a program that
+    changes a shipped spec, e.g. its seeds, before :func:`parse_spec`)."""
     try:
         with open(path, "rb") as fh:
-            doc = tomllib.load(fh)
+            return tomllib.load(fh)
     except OSError as e:
         raise SpecError(f"cannot read spec: {e.strerror}", source=path) from None
     except tomllib.TOMLDecodeError as e:
         raise SpecError(f"not valid TOML: {e}", source=path) from None
-    return parse_spec(doc, source=path)
 
 
 def parse_spec(doc: dict, *, source: str | None = None) -> Spec:
