@@ -399,30 +399,36 @@ def test_the_shipped_specs_read_and_mapreduce_defaults_are_its_spec():
                         "experiments", "specs")
     specs = {f: read_spec(os.path.join(root, f)) for f in os.listdir(root)
              if f.endswith(".toml")}
-    assert {"coflow.toml", "packing.toml", "mapreduce.toml", "mapreduce-emulation.toml",
-            "moldable.toml", "msjo.toml"} <= set(specs)
+    assert {"coflow.toml", "demo.toml", "demo-emulation.toml", "packing.toml",
+            "mapreduce.toml", "mapreduce-emulation.toml", "moldable.toml", "msjo.toml",
+            "msjo-emulation.toml", "redundancy.toml"} <= set(specs)
     assert all(s.runs(version="v") for s in specs.values())
     shipped = [r.key for r in specs["mapreduce.toml"].runs(version="v")]
     assert sorted(r.key for r in spec_of(Config()).runs(version="v")) == sorted(shipped)
     emu = [r.key for r in specs["mapreduce-emulation.toml"].runs(version="v")]
     assert sorted(r.key for r in spec_of(Config(engine="mininet", seeds=(0,))).runs(
         version="v")) == sorted(emu)
+    # the papers' sizes
+    assert len(specs["moldable.toml"].runs(version="v")) == 4 * 5 * 40 * 6
+    red = specs["redundancy.toml"].runs(version="v")
+    assert {r.workload["params"]["horizon"] for r in red} == {100000.0}
+    assert max(r.workload["params"]["lam"] for r in red) == 2.5
 
 
-def test_packing_defaults_are_its_spec_and_the_engine_gives_the_policies_schedules():
-    """experiments.packing's offline comparisons are experiments/specs/packing.toml run for
-    run, and offline, the joint simulator with a compute policy alone gives exactly the
-    policy's own schedule (what the module computed before it ran the spec)."""
+def test_packing_offline_runs_are_the_policies_own_schedules():
+    """experiments/specs/packing.toml runs its offline parts in the joint simulator with
+    each compute policy alone: offline, that gives exactly the policy's own schedule."""
     from controller.compute import get_compute_policy
     from emulate.engines import get_engine
     from emulate.io.generators import generate
-    from experiments.packing import Config, spec_of
     root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "experiments", "specs")
     shipped = read_spec(os.path.join(root, "packing.toml")).runs(version="v")
-    assert sorted(r.key for r in spec_of(Config()).runs(version="v")) == \
-        sorted(r.key for r in shipped)
-    assert {r.part for r in shipped} == {"preemptive", "nonpreemptive", "alpha"}
+    assert {r.part for r in shipped} == {
+        "preemptive", "nonpreemptive", "alpha", "online-preemptive",
+        "online-nonpreemptive", "load-preemptive", "load-nonpreemptive"}
+    assert {r.engine for r in shipped if not r.part.startswith(("online", "load"))} == \
+        {"sim"}
     for pinned, policies in ((True, ("synchpack-3", "psrs", "tetris-p")),
                              (False, ("jsq-mw", "tetris-np"))):
         w = generate("packing", seed=1, ports=4, cores=1,

@@ -141,7 +141,8 @@ def open_results(out: str):
 
 def spec_rows(db, spec, *, exact: bool = False):
     """The recorded rows of ``spec``'s runs (a pandas frame in the spec's run order, one
-    row per run at most, failed runs included): with ``exact``, the runs of the current
+    row per run at most, failed runs included; ``spec_index``: the run's position in
+    ``spec.runs()``): with ``exact``, the runs of the current
     code version only (what a sweep just ran); otherwise, per run, the row of the current
     code version if there is one, else the most recently recorded row of the same
     parameters under another version (a paper's table from a long sweep that an unrelated
@@ -165,7 +166,7 @@ def spec_rows(db, spec, *, exact: bool = False):
         rows = rows.sort_values(["_current", "_at"]).drop_duplicates("_order", keep="last")
         order = rows.pop("_order")
         rows = rows.drop(columns=["_current", "_at"])
-    return rows.assign(_order=order).sort_values("_order").drop(columns="_order") \
+    return rows.assign(spec_index=order.astype(int)).sort_values("spec_index") \
         .reset_index(drop=True)
 
 
