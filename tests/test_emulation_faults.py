@@ -2,7 +2,8 @@
 
 The parts that need no root run everywhere (the controller process against fake
 switches and fake agents over its real sockets); the parts that build a Mininet network
-are skipped without root and must run under ``flock /tmp/coflowemu-mininet.lock``.
+are skipped without root (each run takes the machine's Mininet lock itself:
+:mod:`emulate.mininet.lock`).
 """
 from __future__ import annotations
 

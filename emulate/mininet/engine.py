@@ -51,6 +51,7 @@ from controller.runtime import RunConfig
 from emulate.mininet import clean as cleaner
 from emulate.engines import EngineError, Interrupted
 from emulate.io.records import RunResult, Segments
+from emulate.mininet.lock import hold as machine_lock
 from topologies.mininet_topo import (ParallelTopo, build_network, choose_datapath,
                                      host_name, stop_network, switch_intf)
 
@@ -229,6 +230,7 @@ class MininetRun:
                  nice: int = -10, interactive: bool = False, exact_state: bool = False,
                  network_options: dict | None = None):
         from controller.policies import PolicyError, get_policy
+        from controller.policies.base import policy_label
         self.joint = None
         if hasattr(workload, "machines"):   # a JointWorkload: "compute+network"
             from controller.policyspec import split_policy
@@ -261,7 +263,7 @@ class MininetRun:
         else:
             self.policy = get_policy(policy, **(network_options or {})) \
                 if isinstance(policy, str) else policy
-            self.policy_name = getattr(self.policy, "name", "") or type(self.policy).__name__
+            self.policy_name = policy_label(self.policy)
         self.workload = workload
         self.interactive = interactive
         self.exact_state = exact_state
@@ -307,8 +309,8 @@ class MininetRun:
     # ------------------------------------------------------------------ run
     def run(self, progress=None) -> RunResult:
         preflight()
-        wall = time.perf_counter()
-        with _sigterm_raises():
+        with _sigterm_raises(), machine_lock():
+            wall = time.perf_counter()
             try:
                 self._setup()
                 out = self._wait(progress)
@@ -618,7 +620,7 @@ def open_topology(fabric, *, datapath: str | None = None, quiet: bool = True):
     preflight()
     w = Workload(fabric, ())
     session = MininetRun(w, "fifo", datapath=datapath, quiet=quiet, interactive=True)
-    with _sigterm_raises():
+    with _sigterm_raises(), machine_lock():
         try:
             session._setup()
             yield session.net
