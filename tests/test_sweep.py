@@ -275,6 +275,36 @@ def test_emulation_runs_are_refused_without_root(tmp_path, monkeypatch):
     assert not (tmp_path / "out" / "runs").exists()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the Mininet emulation needs root")
+def test_an_emulation_sweep_runs_its_mininet_runs_one_at_a_time_on_one_worker(system,
+                                                                               tmp_path):
+    """A tiny sweep on both engines, local cluster of two workers: the emulation runs go
+    to the one worker that offers mininet=1, one after the other (the engine holds the
+    machine's Mininet lock too), the simulator runs beside them; the emulated CCTs are
+    the simulator's within TCP's fidelity."""
+    from experiments.sweep.runner import run_sweep
+    from experiments.sweep.store import open_results
+    spec = parse_spec({"name": "emu", "engines": ["sim", "mininet"], "bounds": ["none"],
+                       "workloads": [{"kind": "coflows", "seeds": [1], "params": {
+                           "coflows": 3, "mean_bytes": 8e6, "load": 0.0}}],
+                       "fabrics": [{"ports": 3, "cores": 1, "rate": "20Mbps"}],
+                       "policies": [{"specs": ["fifo", "sebf"]}]})
+    report = run_sweep(spec, str(tmp_path), workers=2, progress=False)
+    assert report.done == 4 and not report.failed, report.format()
+    db = open_results(str(tmp_path))
+    emu = db.sql("select worker, started_at, started_at + run_seconds, run_key, policy "
+                 "from runs where engine = 'mininet' order by started_at").fetchall()
+    assert len(emu) == 2 and len({r[0] for r in emu}) == 1
+    assert emu[0][2] <= emu[1][1] + 1e-3                    # no overlap
+    for _, _, _, key, policy in emu:
+        (sim_key,), = db.sql(f"select run_key from runs where engine = 'sim' and "
+                             f"policy = '{policy}'").fetchall()
+        e, s = (np.array([c for c, in db.sql(f"select cct from coflows where run_key = "
+                                             f"'{k}' order by id").fetchall()])
+                for k in (key, sim_key))
+        assert len(e) == 3 and e.mean() == pytest.approx(s.mean(), rel=0.2)
+
+
 # ------------------------------------------------------------------------------ CLI
 def _cli(*args, cwd=None, timeout=300):
     return subprocess.run([COFLOWEMU, *map(str, args)], capture_output=True, text=True,

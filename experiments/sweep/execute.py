@@ -2,37 +2,37 @@
 
 :func:`execute` builds the run's workload (a seeded generator kind or a file, on the
 run's fabric), runs it through ``emulate.engines.get_engine(engine).run(workload,
-policy, RunOptions)`` -- the door every command and experiment uses -- computes the LP
-bounds the spec asks for, and returns an :class:`Outcome`: the run's row and its rows per
-coflow, job and task, as plain lists of dicts (picklable, so a worker on another machine
-sends them back to the client, which writes them: :mod:`experiments.sweep.store`).
+policy, RunOptions)`` -- the door every command and experiment uses -- or, for engine
+``direct``, calls the policy's algorithm on the instance (:mod:`experiments.sweep.direct`),
+computes the LP bounds the spec asks for, and returns an :class:`Outcome`: the run's row
+and its rows per coflow, job and task (picklable, so a worker on another machine sends
+them back to the client, which writes them: :mod:`experiments.sweep.store`). The row
+also says where and when the run ran (``worker``: host and process, ``started_at``).
 
 A run that fails (bad parameters, a policy error, an engine error) does not raise: its
 outcome has ``status = "failed"`` and the error, so the sweep goes on. Emulation runs
-(``engine = "mininet"``) hold the machine's emulation lock
-(``/tmp/coflowemu-mininet.lock``, the one every emulation on a machine takes) while they
-run, on top of the ``mininet`` worker resource the runner gives them.
+(``engine = "mininet"``) run on the one worker per machine that offers the resource
+``mininet`` (:mod:`experiments.sweep.runner`), and the engine itself holds the machine's
+Mininet lock while it builds, runs and tears down (:mod:`emulate.mininet.lock`).
 
 Workloads and bounds are cached per worker process (a policy sweep over one workload
 generates and bounds it once per worker).
 """
 from __future__ import annotations
 
-import fcntl
 import json
+import os
+import socket
 import time
 import traceback
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 
 from experiments.sweep.direct import DIRECT
-from experiments.sweep.spec import Run, canonical, emulated
+from experiments.sweep.spec import Run, canonical
 
-#: the lock every emulation on a machine takes (common to tests, benchmarks, sweeps)
-MININET_LOCK = "/tmp/coflowemu-mininet.lock"
 #: the joint workloads' compute LP is solved by ``auto`` up to this many tasks (as ``run``)
 AUTO_MAX_TASKS = 1000
 
@@ -50,7 +50,7 @@ class Outcome:
 
 def execute(run: Run) -> Outcome:
     """Run ``run``; never raises for a failure of the run itself (see the module doc)."""
-    t0 = time.perf_counter()
+    t0, started = time.perf_counter(), time.time()
     try:
         workload, fabric = canonical(run.workload), canonical(run.fabric)
         out = (_direct if run.engine == DIRECT else _engine)(run, workload, fabric)
@@ -59,7 +59,8 @@ def execute(run: Run) -> Outcome:
         out = Outcome(run={"status": "failed", "error": _one_line(e)})
         out.run["traceback"] = traceback.format_exc(limit=8)
     out.run.update(parameter_columns(run))
-    out.run["run_seconds"] = time.perf_counter() - t0
+    out.run.update(run_seconds=time.perf_counter() - t0, started_at=started,
+                   worker=f"{socket.gethostname()}:{os.getpid()}")
     return out
 
 
@@ -68,8 +69,7 @@ def _engine(run: Run, workload: str, fabric: str) -> Outcome:
     from emulate.engines import RunOptions, get_engine
     w = build_workload(workload, fabric)
     opts = RunOptions(policy_options=dict(run.options))
-    with _machine_lock(run.engine):
-        result = get_engine(run.engine).run(w, run.policy, opts)
+    result = get_engine(run.engine).run(w, run.policy, opts)
     bounds = {b: bound_of(workload, fabric, b, run.policy) for b in run.bounds}
     out = outcome_of_record(result.to_json(next(iter(bounds.values()), None)), run.key,
                             joint=hasattr(w, "machines"))
@@ -259,20 +259,6 @@ def bound_of(workload: str, fabric: str, name: str, policy: str) -> float | None
             msjo_cluster(w)[0].arrays).value
     from controller.jobs import compute_lower_bound
     return compute_lower_bound(w, name).value
-
-
-@contextmanager
-def _machine_lock(engine: str):
-    """Emulations hold the machine's emulation lock (one Mininet per machine)."""
-    if not emulated(engine):
-        yield
-        return
-    with open(MININET_LOCK, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _one_line(e: BaseException) -> str:

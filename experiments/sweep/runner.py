@@ -1,19 +1,22 @@
-"""The sweep runner: every run of a spec as a task on Dask distributed.
+"""The sweep runner: every run of a spec as a task on Dask distributed, or in this process.
 
 :func:`run_sweep` expands a spec (:mod:`experiments.sweep.spec`), skips the runs already
 recorded in the store (same key: same parameters and code version), submits the others
-to a Dask cluster -- a ``LocalCluster`` of one single-threaded worker process per core
-on 127.0.0.1 by default, or an existing scheduler (``scheduler="tcp://host:8786"``) --
-and writes each run's rows as soon as it completes (:mod:`experiments.sweep.store`:
-atomically, one file per run and table). The client writes: workers need no shared
-file system, only the same code (and the workload files, at the same paths).
+to a Dask cluster -- a local cluster of one single-threaded worker process per core on
+127.0.0.1 by default, or an existing scheduler (``scheduler="tcp://host:8786"``) -- or,
+with ``workers=0``, runs them one after the other in this process (the same
+:func:`~experiments.sweep.execute.execute` per run: what ``compare`` and ``demo`` use,
+no cluster to start), and writes each run's rows as soon as it completes
+(:mod:`experiments.sweep.store`: atomically, one file per run and table). The client
+writes: workers need no shared file system, only the same code (and the workload
+files, at the same paths).
 
 * **Emulation runs** (``engine = "mininet"``) need root and one Mininet per machine: they
-  ask for the worker resource ``mininet=1`` (local workers have it; on a cluster, start
-  one worker per machine with ``--resources mininet=1``) and hold the machine's
-  emulation lock while they run (:mod:`experiments.sweep.execute`). A sweep with
-  emulation runs and no root, or no worker offering the resource, is refused before
-  anything runs.
+  ask for the worker resource ``mininet=1`` (the first local worker has it; on a
+  cluster, start one worker per machine with ``--resources mininet=1``), and the engine
+  holds the machine's Mininet lock while it runs (:mod:`emulate.mininet.lock`). A sweep
+  with emulation runs and no root, or no worker offering the resource, is refused
+  before anything runs.
 * **Failures**: a run that raises is recorded with its error; a run whose worker dies
   (Dask's ``KilledWorker`` after the scheduler's allowed failures) is recorded as
   failed too. Neither stops the sweep.
