@@ -31,6 +31,11 @@ def _cells(text: str, first: str) -> list[str]:
     raise AssertionError(f"no row {first!r} in\n{text}")
 
 
+def _assert_plots(paper, db, spec, tmp_path):
+    paper.plot(db, spec, str(tmp_path / "p.png"))
+    assert (tmp_path / "p.png").read_bytes().startswith(b"\x89PNG")
+
+
 def test_moldable_ratios_are_sums_of_values_over_sums_of_bounds(tmp_path):
     from controller.jobmodels.moldable import moldable_instance
     from controller.moldable import schedule
@@ -64,8 +69,7 @@ def test_moldable_ratios_are_sums_of_values_over_sums_of_bounds(tmp_path):
         "n_jobs": 4, "family": "weakly"}))
     assert schedule(a0, "gang").makespan >= makespan_bound(a0).value
     assert _cells(mk, "4")[0] == "4"
-    PAPER.plot(db, spec, str(tmp_path / "m.png"))
-    assert (tmp_path / "m.png").read_bytes().startswith(b"\x89PNG")
+    _assert_plots(PAPER, db, spec, tmp_path)
 
 
 def test_msjo_tables_are_mean_ratios_to_the_lp_of_each_part(tmp_path):
@@ -143,8 +147,7 @@ def test_redundancy_tables_count_flowtimes_from_the_jobs_rows(tmp_path):
     assert row == (f"| 0.1 | 0.2 | {f.mean():.2f} | {f[small].mean():.2f} | "
                    f"{f[~small].mean():.2f} |")
     assert "| 0.05 | srpt | " in text[text.index("### assign"):]
-    PAPER.plot(db, spec, str(tmp_path / "r.png"))
-    assert (tmp_path / "r.png").read_bytes().startswith(b"\x89PNG")
+    _assert_plots(PAPER, db, spec, tmp_path)
 
 
 def test_packing_tables_give_the_policies_own_online_schedules(tmp_path):
