@@ -43,6 +43,9 @@ def _save(fig, path: str) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(buf.getbuffer())
+        umask = os.umask(0)             # the mode a plain open gives, not mkstemp's 0600
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
