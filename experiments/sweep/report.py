@@ -21,6 +21,7 @@ import os
 import re
 
 import numpy as np
+import pandas as pd
 
 #: columns that name a setting besides the parameter columns (p_, o_, fabric_, opt_)
 _SETTING = ("sweep", "part", "kind", "file", "engine", "policy")
@@ -44,8 +45,8 @@ def _label(row, cols) -> str:
     parts = []
     for c in cols:
         v = row[c]
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            continue
+        if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+            continue        # a parameter of another sweep of the store (or not given)
         name = re.sub(r"^(p_|o_|opt_|fabric_)", "", c)
         if c == "file":
             v = os.path.basename(str(v))
