@@ -104,6 +104,9 @@ def test_the_algorithms_options_reach_them():
     want = simulate(inst, "laps+r", beta=0.3, assign="sticky")
     assert got["sum_wc"] == pytest.approx(float(want.completion.sum()))
     assert got["checkpoints"] == want.checkpoints and got["beta"] == 0.3
+    named = one("redundancy", {"machines": 5, "lam": 0.3, "horizon": 50.0},
+                "laps+r@beta=0.3", {"assign": "sticky"})     # options in the name too
+    assert named["sum_wc"] == got["sum_wc"]
 
     # online packing: SynchPack re-plans at epochs tau_k = tau0 growth^k, tau0 a multiple
     # of the mean inter-arrival time

@@ -241,16 +241,24 @@ def _instance(kind: str, workload: str, fabric: str):
 
 def run_direct(workload: str, fabric: str, policy: str, options: dict) -> Result:
     """Run ``policy`` with ``options`` on the instance of ``workload`` / ``fabric``
-    (canonical JSON, as :mod:`experiments.sweep.execute` passes them)."""
+    (canonical JSON, as :mod:`experiments.sweep.execute` passes them); options may also
+    be in the name (``laps+r@beta=0.3``: :func:`controller.registry.parse_options`)."""
+    from controller.registry import parse_options
+    name, named = parse_options(policy)
+    both = sorted(k for k in set(named) & set(options) if named[k] != options[k])
+    if both:
+        raise ValueError(f"option {both[0]!r} of {policy!r} given twice, in the name and "
+                         f"as a spec option")
     w = json.loads(workload)
-    return family_of(w).run(_instance(w["kind"], workload, fabric), policy, dict(options),
-                            (workload, fabric))
+    return family_of(w).run(_instance(w["kind"], workload, fabric), name,
+                            {**named, **options}, (workload, fabric))
 
 
 @lru_cache(maxsize=64)
 def direct_bound(workload: str, fabric: str, name: str, policy: str) -> float | None:
     """The bound ``name`` of a direct run's instance (cached per worker)."""
-    return family_of(json.loads(workload)).bound(workload, fabric, name, policy)
+    return family_of(json.loads(workload)).bound(workload, fabric, name,
+                                                 policy.partition("@")[0])
 
 
 # ------------------------------------------------------------------------------ msjo
