@@ -49,6 +49,7 @@ def main(argv=None) -> int:
     p.add_argument("--policies", default="fifo,lp-coflow")
     p.add_argument("--seeds", default="1,2")
     p.add_argument("--hosts", type=int, default=8)
+    p.add_argument("--cores", type=int, default=2)
     p.add_argument("--rate", type=float, default=10.0, help="Mbit/s")
     p.add_argument("--coflows", type=int, default=30)
     p.add_argument("--json", action="store_true")
@@ -62,7 +63,7 @@ def main(argv=None) -> int:
     for policy in args.policies.split(","):
         agg: dict[str, list] = {}
         for seed in (int(s) for s in args.seeds.split(",")):
-            w = random_workload(seed, ports=args.hosts, cores=2, coflows=args.coflows,
+            w = random_workload(seed, ports=args.hosts, cores=args.cores, coflows=args.coflows,
                                 rate_bps=args.rate * 1e6)
             r = run_mininet(w, policy, keep_dir=True)
             c = r.extra["controller"]
@@ -72,8 +73,10 @@ def main(argv=None) -> int:
                 handoffs(os.path.join(r.extra["run_dir"], "decisions.jsonl")))
             shutil.rmtree(r.extra["run_dir"], ignore_errors=True)  # the copied logs
             agg.setdefault("events", []).append(r.events)
-        row = {"policy": policy, "hosts": args.hosts, "cores": 2, "rate_mbit": args.rate,
-               "events": int(sum(agg["events"])), "load_avg": os.getloadavg()[0]}
+            agg.setdefault("flows", []).append(w.arrays.n_flows)
+        row = {"policy": policy, "hosts": args.hosts, "cores": args.cores, "rate_mbit": args.rate,
+               "events": int(sum(agg["events"])), "flows": int(sum(agg["flows"])),
+               "load_avg": os.getloadavg()[0]}
         for k in ("event_to_signal_ms", "event_to_rules_ms", "policy_ms"):
             row[k] = {"median": float(np.median([x["median"] for x in agg[k]])),
                       "p90": float(np.max([x["p90"] for x in agg[k]])),
@@ -83,7 +86,9 @@ def main(argv=None) -> int:
                              "max": float(h.max())} if h.size else {}
         out.append(row)
         if not args.json:
-            print(f"{policy:10s} {row['events']} events on {args.hosts}x2 @ {args.rate:g} Mbit/s "
+            print(f"{policy:10s} {row['events']} events, {row['flows']} flows on "
+                  f"{args.hosts}x{args.cores} @ "
+                  f"{args.rate:g} Mbit/s, {args.coflows} coflows x {len(agg['events'])} seeds "
                   f"(load avg {row['load_avg']:.1f})")
             for k in ("event_to_signal_ms", "event_to_rules_ms", "policy_ms", "handoff_ms"):
                 v = row[k]

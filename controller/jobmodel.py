@@ -83,7 +83,8 @@ DEFAULT_MODEL = "packing"
 #: task fields only one model reads: field -> (that model, what the field is)
 MODEL_FIELDS = {"moldable": ("moldable", "is moldable"),
                 "delay": ("msjo", "has a shuffle delay"),
-                "work": ("redundancy", "carries redundancy work")}
+                "work": ("redundancy", "carries redundancy work"),
+                "checkpoint_bytes": ("redundancy", "has a checkpoint size")}
 
 #: machine fields only one model reads: field -> (that model, what the field is)
 MACHINE_FIELDS = {"speed": ("redundancy", "has a speed process")}

@@ -7,9 +7,9 @@ A joint workload (machines, stages, jobs and coflows: ``controller.jobs``) runs 
 :mod:`controller.policies`) schedules the flows. Each half is a registered name or a
 plug-in ``package.module:Class``; a plug-in path contains no ``+``, so the spec splits at
 its first ``+`` (``psrs+mymod:MyPolicy``, ``mymod:MyCompute+sebf``), except where a
-compute policy's own name has one (the redundancy model's ``srpt+r``, ``laps+r:0.3``):
-a spec that is a compute policy as a whole is one, and ``srpt+r+sebf`` splits after the
-longest compute name.
+compute policy's own name has one (the redundancy model's ``srpt+r``,
+``laps+r@beta=0.3``): a spec that is a compute policy as a whole is one, and
+``srpt+r+sebf`` splits after the longest compute name.
 
 The compute half is a policy of some job model (:mod:`controller.jobmodel`: the packing
 model's :mod:`controller.compute` policies, the moldable model's ``demt``, ``gang``, ...;
@@ -101,8 +101,8 @@ def _is_compute(name: str) -> bool:
 
 def _builtin(name: str) -> bool:
     """Whether ``name`` is a compute policy of a built-in kind, without loading plug-ins:
-    a packing policy, or a name another job model runs (``srpt+r``, ``laps+r:0.3``: a
-    name with a ``+`` or a colon that is not a plug-in path)."""
+    a packing policy, or a name another job model runs (``srpt+r``, ``laps+r@beta=0.3``:
+    a name with a ``+`` that is not a plug-in path)."""
     from controller.jobmodel import DEFAULT_MODEL, job_models
     if "+" in name.partition("@")[2]:
         return False                        # options, then "+": two halves
@@ -125,7 +125,7 @@ def split_policy(spec: str) -> PolicySpec:
         a compute policy; a ``module:Class`` that cannot be loaded.
     """
     if "+" in spec and _builtin(spec):
-        return PolicySpec(spec, None)       # a compute name with a "+" (srpt+r, laps+r:0.3)
+        return PolicySpec(spec, None)       # a compute name with a "+" (srpt+r, laps+r)
     for k in [i for i, ch in enumerate(spec) if ch == "+"][1:][::-1]:
         if spec[k + 1:] and _builtin(spec[:k]):
             return PolicySpec(spec[:k], spec[k + 1:])   # srpt+r+sebf: longest compute name

@@ -109,9 +109,9 @@ def two_coflows():
 
 
 def agent_pid(run_dir: str, host: int) -> int | None:
-    from emulate.mininet.clean import _cmdline, read_state
+    from emulate.mininet.clean import command_line, read_state
     for pid, marker in read_state(run_dir).get("procs", []):
-        if marker == "emulate.mininet.agent" and f"--host {host} " in _cmdline(pid) + " ":
+        if marker == "emulate.mininet.agent" and f"--host {host} " in command_line(pid) + " ":
             return pid
     return None
 

@@ -341,16 +341,20 @@ def msjo_instance(seed, *, ports, cores, rate_bps, scenario, n_jobs, delay_facto
 def redundancy(seed, *, ports, cores, rate_bps, machines: int = 100, lam: float = 1.0,
                horizon: float = 200.0, shape: float = 2.0, scale: float = 20.0,
                speed: str = "ap-up", ap_rate: tuple = (0.5, 1.5), up_rate: tuple = (0.0, 0.2),
-               ap_length: tuple = (0.5, 100.0), up_length: tuple = (0.5, 20.0)):
+               ap_length: tuple = (0.5, 100.0), up_length: tuple = (0.5, 20.0),
+               checkpoint_bytes: float = 0.0):
     """Joint workloads of the redundancy model (``"model": "redundancy"``): ``machines``
     machines (the fabric's ports; ``--ports`` is not used), jobs arriving as a Poisson
     process of rate ``lam`` over ``[0, horizon)`` with Pareto work (``shape``, ``scale``:
     mean 40 by default), each machine's speed ``ap-up`` (AP/UP alternation with the given
     rate ranges and Gamma (shape, scale) lengths, normalised to mean rate 1; machine
-    ``m``'s seed ``seed * 1000 + m``) or ``constant`` (rate 1). The paper's setting is
-    ``lam`` 1 to 2.5 and ``horizon`` 100000 (250,000 jobs: as a file that is 250,000
-    objects; ``experiments/redundancy.py`` and ``benchmarks/redundancy.py`` simulate the
-    instance, :func:`redundancy_instance`, directly)."""
+    ``m``'s seed ``seed * 1000 + m``) or ``constant`` (rate 1); every job's
+    ``checkpoint_bytes`` (default 0: free checkpoints, the paper's model; else each
+    checkpoint's state moves over the fabric, :mod:`controller.redundancy.transfers`).
+    The paper's setting is ``lam`` 1 to 2.5 and ``horizon`` 100000 (250,000 jobs: as a
+    file that is 250,000 objects; ``experiments/redundancy.py`` and
+    ``benchmarks/redundancy.py`` simulate the instance, :func:`redundancy_instance`,
+    directly)."""
     from controller.jobmodels.redundancy import joint_from_redundancy
     from controller.redundancy.generators import machine_specs
     from controller.redundancy.simulator import Instance
@@ -359,18 +363,22 @@ def redundancy(seed, *, ports, cores, rate_bps, machines: int = 100, lam: float 
     inst = redundancy_instance(seed, ports=ports, cores=cores, rate_bps=rate_bps,
                                machines=machines, lam=lam, horizon=horizon, shape=shape,
                                scale=scale, speed=speed, ap_rate=ap_rate, up_rate=up_rate,
-                               ap_length=ap_length, up_length=up_length)
+                               ap_length=ap_length, up_length=up_length,
+                               checkpoint_bytes=checkpoint_bytes)
     specs = machine_specs(seed, machines, ApUp(ap_rate, up_rate, ap_length, up_length), speed)
     return joint_from_redundancy(Instance(inst.arrival, inst.work, constant(machines)),
                                  Fabric(machines, cores, rate_bps), specs=specs,
-                                 name=f"redundancy-s{seed}-n{machines}-l{lam:g}-h{horizon:g}")
+                                 name=f"redundancy-s{seed}-n{machines}-l{lam:g}-h{horizon:g}",
+                                 checkpoint_bytes=checkpoint_bytes)
 
 
 @instance_of("redundancy")
 def redundancy_instance(seed, *, ports, cores, rate_bps, machines, lam, horizon, shape,
-                        scale, speed, ap_rate, up_rate, ap_length, up_length):
+                        scale, speed, ap_rate, up_rate, ap_length, up_length,
+                        checkpoint_bytes=0.0):
     """The :class:`~controller.redundancy.simulator.Instance` of a ``redundancy``
-    workload, its machines' speed processes drawn as far as a run needs."""
+    workload, its machines' speed processes drawn as far as a run needs (free
+    checkpoints: ``checkpoint_bytes`` is checked here but lives only in the workload)."""
     from controller.model import WorkloadError
     from controller.redundancy.generators import machine_specs, poisson_pareto
     from controller.redundancy.simulator import Instance
@@ -379,6 +387,8 @@ def redundancy_instance(seed, *, ports, cores, rate_bps, machines, lam, horizon,
         raise GeneratorError(f"--param machines={machines}: need at least one machine")
     if speed not in ("ap-up", "constant"):
         raise GeneratorError(f"--param speed={speed}: known speed models: ap-up, constant")
+    if not (checkpoint_bytes >= 0 and math.isfinite(checkpoint_bytes)):
+        raise GeneratorError(f"--param checkpoint_bytes={checkpoint_bytes}: must be >= 0")
     try:
         arrival, work = poisson_pareto(seed, lam, horizon, shape, scale)
         params = ApUp(ap_rate, up_rate, ap_length, up_length)

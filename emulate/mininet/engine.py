@@ -237,18 +237,27 @@ class MininetRun:
             if not isinstance(policy, str):
                 raise TypeError("a joint workload takes a policy name 'compute+network'")
             compute, network = split_policy(policy)
-            if network is None and workload.model == "redundancy" and not workload.coflows:
-                # copies on the agents, decisions in the controller, no data to move
-                # (controller.redundancy.emulation)
+            if workload.model == "redundancy" and not workload.coflows:
+                # copies on the agents, decisions in the controller; a network policy
+                # only for checkpoint transfers (controller.redundancy.emulation)
                 from controller.jobmodel import get_job_model
-                from controller.redundancy.emulation import agent_speeds
-                agent_speeds(get_job_model("redundancy")(workload, compute).run)  # fail early
-                if network_options:
+                from controller.jobmodels.redundancy import has_transfers
+                from controller.redundancy.emulation import agent_speeds, emulated_policy
+                emulated_policy(compute)                                   # fail early
+                agent_speeds(get_job_model("redundancy")(workload, compute).run)
+                if network is None and has_transfers(workload):
+                    raise PolicyError(f"{policy!r} names no network policy, and the "
+                                      f"workload's jobs move their checkpoints "
+                                      f"(checkpoint_bytes): name one, e.g. {policy}+sebf")
+                if network is None and network_options:
                     raise PolicyError(f"{policy!r} runs no network policy: no network "
                                       f"options")
+                if network is not None:
+                    get_policy(network, **(network_options or {}))
                 self.joint = workload
                 workload = workload.network
-                self.policy = {"compute": compute, "network": None, "options": {}}
+                self.policy = {"compute": compute, "network": network, "redundancy": True,
+                               "options": dict(network_options or {})}
                 self.policy_name = policy
             elif network is None:
                 raise PolicyError(f"{policy!r} is a compute policy only; the emulation runs "
@@ -692,9 +701,10 @@ def run_mininet(workload: Workload, policy, *, time_scale: float = 1.0,
                      network_options=network_options)
     if progress:
         from tqdm import tqdm
-        with tqdm(total=len(workload.coflows), unit="coflow", desc="mininet",
-                  leave=False) as bar:
-            def upd(done, total):
+        preflight()
+        with machine_lock(), tqdm(total=len(workload.coflows), unit="coflow",
+                                  desc="mininet", leave=False) as bar:
+            def upd(done, total):      # the bar starts once the machine is ours
                 bar.n = done
                 bar.refresh()
             result = run.run(progress=upd)

@@ -27,6 +27,7 @@ import os
 import sys
 
 from emulate.engines import EngineError
+from emulate.mininet.clean import command_line
 
 __all__ = ["LOCK_PATH", "LockError", "hold", "holders"]
 
@@ -74,14 +75,6 @@ def _ancestors() -> set[int]:
     return pids
 
 
-def _command(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return "?"
-
-
 @contextlib.contextmanager
 def hold(path: str = LOCK_PATH, *, say=None):
     """Hold the Mininet lock for the ``with`` block; see the module docstring.
@@ -115,7 +108,8 @@ def hold(path: str = LOCK_PATH, *, say=None):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            who = ", ".join(f"pid {p} ({_command(p)[:80]})" for p in holders(path)) or "?"
+            who = ", ".join(f"pid {p} ({command_line(p)[:80] or '?'})"
+                            for p in holders(path)) or "?"
             (say or (lambda m: print(m, file=sys.stderr, flush=True)))(
                 f"waiting for another emulation to finish: {who} holds {path}")
             fcntl.flock(fd, fcntl.LOCK_EX)

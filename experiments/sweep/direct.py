@@ -26,8 +26,9 @@ msjo       the MSJO policy on the cluster (so-mars's ``interval``; ``error = e``
            ``sum_u w_u C_u`` (``objective = "tasks"``) with the per-task weights of
            ``task_weights = true``
 redundancy the exact event simulator (:func:`controller.redundancy.simulate`: ``beta``,
-           ``assign``) on the instance, without the 250,000 job objects of the paper's
-           setting as a workload
+           ``assign``, ``slot``) on the instance, without the 250,000 job objects of the
+           paper's setting as a workload; free checkpoints only (``checkpoint_bytes`` >
+           0 is refused: its transfers need the network, engine ``sim``)
 ========== =============================================================================
 
 A run gives what an engine's run gives the store: the run row (objective ``jobs``: times
@@ -231,6 +232,10 @@ def family_of(workload: dict) -> Family:
         raise ValueError(f"engine {DIRECT} runs generated workloads of the kinds "
                          f"{', '.join(FAMILIES)}; this run's workload is "
                          f"{kind or 'a file'} (use engine sim)")
+    if float(workload.get("params", {}).get("checkpoint_bytes", 0) or 0) > 0:
+        raise ValueError(f"engine {DIRECT} simulates free checkpoints; checkpoint_bytes > 0 "
+                         f"moves every checkpoint's state over the fabric (use engine sim "
+                         f"with a network policy, e.g. srpt+r+sebf)")
     return FAMILIES[kind]
 
 
