@@ -144,10 +144,9 @@ def _rows(db, spec, cfg: Config) -> list[dict]:
     latest: :func:`~experiments.sweep.store.spec_rows`); on the emulation with the
     per-job error against the simulator's run of the same workload and pair."""
     from experiments.sweep.paper import against_simulator
-    from experiments.sweep.store import spec_rows
+    from experiments.sweep.store import ok_rows
     runs = spec.runs()
-    recorded = {int(r["spec_index"]): r for r in spec_rows(db, spec).to_dict("records")
-                if r["status"] == "ok"}
+    recorded = {int(r["spec_index"]): r for r in ok_rows(db, spec).to_dict("records")}
     rows_of = {(r.engine, r.workload["params"]["mean_interarrival"], r.workload["seed"],
                 r.policy): recorded[i] for i, r in enumerate(runs) if i in recorded}
     errors = {r["run_key"]: r for r in against_simulator(db, spec, cfg.engine)} \
@@ -204,8 +203,9 @@ def tables(rows: list[dict], cfg: Config) -> str:
             v = [r[key] for r in sel if r["compute"] == c and r["network"] == n]
             return float(np.mean(v)) if v else np.nan
 
-        best = min(((c, n) for c in cfg.compute for n in cfg.network),
-                    key=lambda p: mean(*p, "weighted_completion"))
+        best = min(((c, n) for c in cfg.compute for n in cfg.network
+                    if not np.isnan(mean(c, n, "weighted_completion"))),
+                   key=lambda p: mean(*p, "weighted_completion"))
         what = ("Poisson arrivals, mean gap " + f"{cfg.gap:g} s" if setting == "arrivals"
                 else "all jobs at time 0")
         where = " on the emulation" if cfg.engine != "sim" else ""
@@ -221,8 +221,8 @@ def tables(rows: list[dict], cfg: Config) -> str:
             cells = [c]
             for n in cfg.network:
                 star = "*" if (c, n) == best else ""
-                cells.append(f"{mean(c, n, 'weighted_completion'):.1f}{star} "
-                             f"(x{mean(c, n, 'ratio'):.2f})")
+                cells.append(_cell(f"{mean(c, n, 'weighted_completion'):.1f}{star} "
+                                   f"(x{mean(c, n, 'ratio'):.2f})"))
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
         out.append(f"{setting}: mean shuffle CCT (s) / weighted mean job time (s)")
@@ -230,8 +230,9 @@ def tables(rows: list[dict], cfg: Config) -> str:
         out.append("|" + "---|" * len(head))
         for c in cfg.compute:
             out.append("| " + " | ".join(
-                [c] + [f"{mean(c, n, 'mean_shuffle_cct'):.2f} / "
-                       f"{mean(c, n, 'weighted_mean_job_time'):.2f}" for n in cfg.network])
+                [c] + [_cell(f"{mean(c, n, 'mean_shuffle_cct'):.2f} / "
+                             f"{mean(c, n, 'weighted_mean_job_time'):.2f}")
+                       for n in cfg.network])
                 + " |")
         out.append("")
         if cfg.engine != "sim":
@@ -244,10 +245,15 @@ def tables(rows: list[dict], cfg: Config) -> str:
                 for n in cfg.network:
                     v = [r for r in sel if r["compute"] == c and r["network"] == n]
                     cells.append(f"{max(r['job_error_median'] for r in v):.1%} / "
-                                 f"{max(r['job_error_max'] for r in v):.1%}" if v else "")
+                                 f"{max(r['job_error_max'] for r in v):.1%}" if v else "-")
                 out.append("| " + " | ".join(cells) + " |")
             out.append("")
     return "\n".join(out)
+
+
+def _cell(text: str) -> str:
+    """A table cell; ``-`` for a pair with no recorded run (a sweep still running)."""
+    return "-" if "nan" in text else text
 
 
 def main(argv=None):
@@ -280,7 +286,11 @@ def main(argv=None):
                  network=names(args.network), out=args.out,
                  write_workloads=args.write_workloads, engine=args.engine,
                  workers=args.workers, scheduler=args.scheduler)
-    _, text = run(cfg, tables_only=args.tables_only)
+    from experiments.sweep.store import StoreError
+    try:
+        _, text = run(cfg, tables_only=args.tables_only)
+    except StoreError as e:
+        p.exit(2, f"error: {e}\n")
     print(text)
 
 

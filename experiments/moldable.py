@@ -32,9 +32,8 @@ CRITERIA = {"minsum": ("sum_wc", "bound_moldable", "interval LP"),
 def points(db, spec):
     """Per (family, jobs, algorithm): runs, and per criterion the ratio of sums and the
     smallest and largest per-run ratio (a pandas frame)."""
-    from experiments.sweep.store import spec_rows
-    runs = spec_rows(db, spec)
-    runs = runs[runs["status"] == "ok"]
+    from experiments.sweep.store import ok_rows
+    runs = ok_rows(db, spec)
     cols = {"runs": ("seed", "count")}
     for crit, (value, bound, _) in CRITERIA.items():
         runs = runs.assign(**{f"{crit}_v": runs[value], f"{crit}_b": runs[bound],
@@ -50,8 +49,6 @@ def points(db, spec):
 def tables(db, spec) -> str:
     """Markdown: per family and criterion, the ratio to the bound (sum/sum [min, max])."""
     pts, runs = points(db, spec)
-    if pts.empty:
-        return "(no recorded runs of this spec)"
     algos = list(dict.fromkeys(r.policy for r in spec.runs()))
     m = int(runs["fabric_ports"].iloc[0])
     out = []

@@ -61,11 +61,8 @@ SECTIONS = {
 
 def tables(db, spec) -> str:
     """One markdown table per part: x (rows) x policy (columns), mean ratio over seeds."""
-    from experiments.sweep.store import spec_rows
-    runs = spec_rows(db, spec)
-    runs = runs[runs["status"] == "ok"]
-    if runs.empty:
-        return "(no recorded runs of this spec)"
+    from experiments.sweep.store import ok_rows
+    runs = ok_rows(db, spec)
     tasks = dict(db.sql("select run_key, count(*) from tasks group by 1").fetchall())
     runs = runs.assign(tasks=runs["run_key"].map(tasks))
     out = []

@@ -45,9 +45,8 @@ def rows(db, spec) -> list[dict]:
     ``scheme``, ``alpha``, ``load``, ``policy`` (``synchpack-k/fixed``: fixed epochs),
     ``metric`` (``sum w (C - r) / sum w``: offline ``r = 0``), ``ratio`` (to the part's
     LP), ``code_version``."""
-    from experiments.sweep.store import spec_rows
-    runs = spec_rows(db, spec)
-    runs = runs[runs["status"] == "ok"]
+    from experiments.sweep.store import ok_rows
+    runs = ok_rows(db, spec)
     per = {k: (w, wt) for k, w, wt in db.sql(
         "select run_key, sum(weight), sum(weight * jct) from jobs group by 1").fetchall()}
     out = []
@@ -93,8 +92,6 @@ def _table(rows, setting, policies, key, metric_name):
 def tables(db, spec) -> str:
     """Markdown tables of the mean metric, ratio to the LP and SynchPack's gain."""
     rs = rows(db, spec)
-    if not rs:
-        return "(no recorded runs of this spec)"
 
     def seeds(*settings):
         return len({r["seed"] for r in rs if r["setting"] in settings})

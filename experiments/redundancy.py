@@ -32,6 +32,7 @@ beside their findings.
 from __future__ import annotations
 
 from experiments.sweep.paper import Paper, main as paper_main, markdown, versions
+from experiments.sweep.store import ok_rows
 
 PAPER_FINDINGS = {
     "cdf": "lam = 1: with redundancy many more jobs finish within 40 units and the mean "
@@ -47,12 +48,6 @@ PAIRS = (("srpt+r", "srpt"), ("laps+r", "laps"), ("fair+r", "fair-share"))
 CDF_LAM, WITHIN = 1.0, 40.0
 
 
-def _runs(db, spec):
-    from experiments.sweep.store import spec_rows
-    runs = spec_rows(db, spec)
-    return runs[runs["status"] == "ok"]
-
-
 def cdf_rows(db, runs) -> list[tuple]:
     """Per policy at ``lam = CDF_LAM`` (the lambda part): (policy, fraction within
     ``WITHIN``, mean, median, p90, p99 flowtime)."""
@@ -65,9 +60,7 @@ def cdf_rows(db, runs) -> list[tuple]:
 
 
 def tables(db, spec) -> str:
-    runs = _runs(db, spec)
-    if runs.empty:
-        return "(no recorded runs of this spec)"
+    runs = ok_rows(db, spec)
     out = []
     cdf = cdf_rows(db, runs)
     if cdf:
@@ -132,7 +125,7 @@ def plot(db, spec, path: str) -> None:
     import numpy as np
 
     from experiments.plots import _save
-    runs = _runs(db, spec)
+    runs = ok_rows(db, spec)
     lam = runs[runs["part"] == "lambda"]
     if lam.empty:
         return

@@ -184,6 +184,52 @@ def test_packing_tables_give_the_policies_own_online_schedules(tmp_path):
         assert title in text
 
 
+def test_mapreduce_tables_and_the_per_job_error_against_the_simulator(tmp_path):
+    """The sim tables are the engine's runs; the emulation's error table pairs each run
+    with its simulator twin job by job (emulated rows made here from the simulator's,
+    job ``i`` of each run ``1 + 0.02 i`` times slower: no root needed); a pair with no
+    recorded run is ``-``."""
+    import dataclasses
+
+    from emulate.engines import RunOptions, get_engine
+    from experiments import mapreduce as mr
+    from experiments.sweep.execute import execute, parameter_columns
+    from experiments.sweep.store import write_outcome
+    cfg = mr.Config(jobs=3, seeds=(0,), compute=("fifo", "psrs"), network=("sebf", "fair"),
+                    out=str(tmp_path / "sim"), workers=0)
+    rows, text = mr.run(cfg, verbose=False)
+    assert len(rows) == 8
+    for r in rows:
+        res = get_engine("sim").run(mr.make_workload(cfg, r["setting"], 0), r["pair"],
+                                    RunOptions())
+        assert r["weighted_completion"] == pytest.approx(
+            res.to_json()["total_weighted_job_completion"], rel=1e-9)
+    batch = [r for r in rows if r["setting"] == "batch"]
+    best = min(r["weighted_completion"] for r in batch)
+    assert _cells(text[text.index("batch:"):], "psrs")[1:] == [
+        f"{r['weighted_completion']:.1f}{'*' if r['weighted_completion'] == best else ''} "
+        f"(x{r['ratio']:.2f})" for r in batch if r["compute"] == "psrs"]
+
+    emu = dataclasses.replace(cfg, engine="mininet", out=str(tmp_path / "emu"))
+    spec = mr.spec_of(emu)
+    for run in spec.runs():
+        if run.engine == "sim":
+            write_outcome(os.path.join(emu.out, "store"), spec.name, execute(run))
+        elif run.policy != "psrs+fair":
+            out = execute(dataclasses.replace(run, engine="sim"))
+            out.run.update(parameter_columns(run))
+            out.jobs = [{**j, "run_key": run.key, "jct": j["jct"] * (1 + 0.02 * i)}
+                        for i, j in enumerate(sorted(out.jobs, key=lambda j: j["id"]))]
+            write_outcome(os.path.join(emu.out, "store"), spec.name, out)
+    rows, text = mr.run(emu, verbose=False, tables_only=True)
+    assert len(rows) == 6 and all(r["job_error_median"] == pytest.approx(0.02) and
+                                  r["job_error_max"] == pytest.approx(0.04) for r in rows)
+    err = text[text.index("batch: per-job"):]
+    assert _cells(err, "fifo")[1:] == ["2.0% / 4.0%"] * 2
+    assert _cells(err, "psrs")[1:] == ["2.0% / 4.0%", "-"]
+    assert _cells(text[text.index("batch on the emulation"):], "psrs")[2] == "-"
+
+
 def test_a_paper_command_runs_its_spec_and_reprints_its_tables_from_the_store(tmp_path):
     exe = [sys.executable, "-m", "experiments.msjo", "--quick", "--out", str(tmp_path),
            "--workers", "0"]
@@ -196,6 +242,20 @@ def test_a_paper_command_runs_its_spec_and_reprints_its_tables_from_the_store(tm
     assert again.returncode == 0 and again.stdout == first.stdout
     with open(tmp_path / "tables" / "msjo-quick.md") as fh:
         assert fh.read() == first.stdout
+    # a store that lost a run's job rows, or holds none of the spec's runs: one line,
+    # exit 2
+    lost = sorted((tmp_path / "jobs" / "sweep=msjo-quick").glob("*.parquet"))[0]
+    lost.unlink()
+    bad = subprocess.run(exe + ["--tables-only"], capture_output=True, text=True, cwd=root,
+                         timeout=600)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.count("\n") == 1 and lost.stem in bad.stderr
+    assert "0 rows in jobs" in bad.stderr and "Traceback" not in bad.stderr
+    other = subprocess.run([sys.executable, "-m", "experiments.msjo", "--out",
+                            str(tmp_path), "--tables-only"],
+                           capture_output=True, text=True, cwd=root, timeout=600)
+    assert other.returncode == 2 and other.stderr.count("\n") == 1
+    assert "no completed run of sweep 'msjo'" in other.stderr
 
 
 @pytest.mark.parametrize("name", ["packing", "moldable", "msjo", "redundancy"])

@@ -14,7 +14,8 @@ which runs the spec with the sweep runner (resumable: recorded runs are skipped)
 the tables and writes them to ``<out>/tables/<name>.md`` (plots to
 ``<out>/plots/<name>.png``). ``--tables-only`` runs nothing: the tables of what the store
 holds, each run's row of the current code version or, if none, its latest recorded one
-(:func:`~experiments.sweep.store.spec_rows`; the tables name the code versions).
+(:func:`~experiments.sweep.store.ok_rows`; the tables name the code versions); a store
+without the spec's runs, or with a run's detail rows missing, is one error line, exit 2.
 ``coflowemu sweep experiments/specs/<name>.toml --out DIR`` runs the same runs.
 """
 from __future__ import annotations
@@ -64,14 +65,18 @@ def main(paper: Paper, argv=None) -> str:
     ap.add_argument("--tables-only", action="store_true",
                     help="run nothing; the tables of what the store holds")
     args = ap.parse_args(argv)
+    from experiments.sweep.store import StoreError, open_results
     spec = paper.spec(args.quick)
-    if args.tables_only:
-        from experiments.sweep.store import open_results
-        db = open_results(args.out)
-    else:
-        from experiments.sweep.runner import completed_sweep
-        db = completed_sweep(spec, args.out, workers=args.workers, scheduler=args.scheduler)
-    text = paper.tables(db, spec)
+    try:
+        if args.tables_only:
+            db = open_results(args.out)
+        else:
+            from experiments.sweep.runner import completed_sweep
+            db = completed_sweep(spec, args.out, workers=args.workers,
+                                 scheduler=args.scheduler)
+        text = paper.tables(db, spec)
+    except StoreError as e:
+        ap.exit(2, f"error: {e}\n")
     from emulate.io.records import atomic_write
     atomic_write(os.path.join(args.out, "tables", f"{spec.name}.md"), text + "\n")
     if paper.plot:

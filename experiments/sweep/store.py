@@ -170,6 +170,39 @@ def spec_rows(db, spec, *, exact: bool = False):
         .reset_index(drop=True)
 
 
+def ok_rows(db, spec):
+    """The rows of ``spec``'s runs that a table may be made of: :func:`spec_rows`'s ok
+    runs, each checked against its detail rows (as many per-item rows, jobs or coflows
+    by its ``objective``, as its ``n_items``).
+
+    Raises
+    ------
+    StoreError
+        No ok run of ``spec`` recorded, or a run's detail rows missing or extra (a store
+        put together by hand, files lost): one line naming the sweep and the run.
+    """
+    rows = spec_rows(db, spec)
+    rows = rows[rows["status"] == "ok"]
+    if rows.empty:
+        raise StoreError(f"the store holds no completed run of sweep {spec.name!r} "
+                         f"(run the spec without --tables-only first)")
+    counts = {}
+    for table, objectives in (("jobs", ("jobs", "tasks")), ("coflows", ("coflows",))):
+        keys = list(rows.loc[rows["objective"].isin(objectives), "run_key"])
+        if keys:
+            counts.update(db.sql(f"select run_key, count(*) from {table} where run_key in "
+                                 f"(select unnest($k)) group by 1",
+                                 params={"k": keys}).fetchall())
+    for key, want, objective in zip(rows["run_key"], rows["n_items"], rows["objective"]):
+        got = counts.get(key, 0)
+        if got != want:
+            table = "coflows" if objective == "coflows" else "jobs"
+            raise StoreError(f"sweep {spec.name!r}, run {key}: {got} rows in {table}, its "
+                             f"run row says {int(want)}: the store is damaged (re-run "
+                             f"the run: delete its runs/ file and run the spec again)")
+    return rows
+
+
 #: the columns of a detail table that has no file yet (an empty view, same schema)
 _EMPTY = {
     "coflows": [("run_key", "varchar"), ("id", "varchar"), ("release", "double"),
