@@ -340,6 +340,43 @@ def test_cli_bad_spec_is_one_line_and_exit_2(tmp_path):
     assert out.returncode == 2 and "not valid TOML" in out.stderr and "line 1" in out.stderr
 
 
+def test_cli_sweep_with_checkpoint_transfers_stores_the_rows_of_coflowemu_run(tmp_path):
+    """A redundancy workload whose checkpoints move state (``checkpoint_bytes``): the
+    sweep's sim run stores per job and per transfer coflow the rows ``coflowemu run
+    --json`` prints for the generated file; engine direct refuses it (free checkpoints
+    only), recorded as a failure with its reason."""
+    import duckdb
+    (tmp_path / "s.toml").write_text(
+        'name = "ckpt"\nengines = ["sim", "direct"]\nbounds = ["none"]\n'
+        '[[workloads]]\nkind = "redundancy"\nseeds = [3]\n'
+        'params = { machines = 4, lam = 0.4, horizon = 20.0, checkpoint_bytes = 2e6 }\n'
+        '[[fabrics]]\nports = 4\ncores = 1\nrate = "100Mbps"\n'
+        '[[policies]]\nspecs = ["srpt+r+sebf"]\n')
+    out = _cli("sweep", tmp_path / "s.toml", "--out", tmp_path / "o", "--workers", 0,
+               "--json", "--no-progress")
+    report = json.loads(out.stdout)
+    assert out.returncode == 0 and report["done"] == 1 and len(report["failed"]) == 1
+    assert "checkpoint_bytes > 0" in json.dumps(report["failed"])
+    gen = _cli("generate", "--kind", "redundancy", "--seed", 3, "--ports", 4, "--cores", 1,
+               "--rate", "100Mbps", "-p", "machines=4", "-p", "lam=0.4", "-p",
+               "horizon=20", "-p", "checkpoint_bytes=2e6", "--out", tmp_path / "w.json")
+    assert gen.returncode == 0, gen.stderr
+    ran = _cli("run", tmp_path / "w.json", "--policy", "srpt+r+sebf", "--json")
+    doc = json.loads(ran.stdout)
+    assert doc["checkpoint_cost"]["transfers"] > 0
+    db = duckdb.connect()
+    for table, want in (("jobs", {str(j["id"]): (j["release"], j["completion"])
+                                  for j in doc["jobs"]}),
+                        ("coflows", {str(c["id"]): (c["release"], c["completion"])
+                                     for c in doc["coflows"]})):
+        got = {i: (r, c) for i, r, c in db.sql(
+            f"select id, release, completion from read_parquet("
+            f"'{tmp_path}/o/{table}/*/*.parquet')").fetchall()}
+        assert got.keys() == want.keys() and len(want) > 0
+        for k in want:
+            assert got[k] == pytest.approx(want[k], rel=1e-9), (table, k)
+
+
 def test_cli_resume_after_a_killed_sweep_gives_the_same_rows(tmp_path):
     """Kill `coflowemu sweep` (and its local cluster) as its first runs are written; the
     re-run completes the store with exactly the rows of every run executed alone, none
