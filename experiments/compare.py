@@ -1,24 +1,28 @@
-"""Comparing policies on one workload: CCT statistics, weighted completion, LP ratio.
+"""Comparing policies on one workload: a sweep of one workload, its table from the store.
 
-:func:`compare` runs every policy on the same workload and engine and returns a
-:class:`Comparison` (one :class:`Row` per policy). Each run's record is written to
-``out_dir`` as soon as it finishes (atomically), so an interrupted sweep loses nothing.
+``coflowemu compare`` and ``coflowemu demo`` are sweeps (:func:`comparison_spec`): one
+workload (a file with its trace options, or a generator kind), its fabric, the policies
+(each with its own options, e.g. ``mode`` for the LP policies), one engine or two, the LP
+bound ``auto`` (what ``coflowemu run`` reports). :func:`compare` runs them with the
+sweep runner in this process (``run_sweep(workers=0)``: the same
+:func:`~experiments.sweep.execute.execute` per run as on Dask, no cluster to start for a
+dozen runs) into a results store, each run's rows written as it finishes, and reads
+them back (:func:`comparison`) into a :class:`Comparison`: one :class:`Row` per policy,
+the plain-text table, the JSON document, the CCTs for the CDF plot. ``coflowemu results
+OUT`` queries the same store.
 
-The LP ratio is taken on the CCT basis:
+The LP ratio is taken on the CCT basis (:func:`experiments.sweep.execute.lp_ratio`):
 ``(sum w C - sum w r) / (LP - sum w r)``, because with trace arrival times the release
 times dominate absolute completion times and would push every ratio towards 1.
 """
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from controller.model import Workload
-from emulate.engines import EngineError, RunOptions, get_engine
-from emulate.io.records import RunResult, atomic_write, run_key
+#: the spec name of ``coflowemu compare``'s runs in the store
+SWEEP = "compare"
 
 
 @dataclass
@@ -35,34 +39,19 @@ class Row:
     lp_ratio: float | None
     wall_seconds: float
 
-    @classmethod
-    def of(cls, run: RunResult, lp: float | None) -> "Row":
-        cct = run.cct
-        w = run.workload.arrays
-        ratio = lp_ratio(run.total_weighted_completion, w.weight, w.release, lp)
-        q = np.percentile(cct, [50, 95, 99]) if len(cct) else [0.0] * 3
-        return cls(run.policy, float(cct.mean()) if len(cct) else 0.0, float(q[0]),
-                   float(q[1]), float(q[2]), run.total_weighted_completion,
-                   run.total_weighted_cct, ratio, run.wall_seconds)
-
-
-def lp_ratio(total_weighted_completion: float, weight, release, lp: float | None
-             ) -> float | None:
-    """The ratio to the LP bound on the CCT basis, ``(sum w C - sum w r) / (LP - sum w
-    r)``; None without a bound (or when the bound is no more than ``sum w r``)."""
-    wr = float(np.dot(weight, release))
-    if lp is None or lp - wr <= 0:
-        return None
-    return (total_weighted_completion - wr) / (lp - wr)
-
 
 @dataclass
 class Comparison:
-    workload: Workload
+    """The runs of one workload on one engine, one :class:`Row` per policy (spec order),
+    and every policy's CCTs (``series``: coflows in the order of their ids)."""
+
+    workload: str
     engine: str
     lp_bound: float | None
     rows: list[Row]
-    runs: list[RunResult]
+    series: dict
+    coflows: int
+    cores: int
 
     def table(self) -> str:
         """A plain-text table, one line per policy."""
@@ -77,63 +66,78 @@ class Comparison:
                          f"{r.wall_seconds:>8.2f}")
         lb = f"{self.lp_bound:.6g}" if self.lp_bound is not None else "not computed"
         lines.append(f"LP lower bound on sum w*C: {lb}   (CCT times in seconds; engine "
-                     f"{self.engine}; {len(self.workload.coflows)} coflows, "
-                     f"{self.workload.fabric.cores} core(s))")
+                     f"{self.engine}; {self.coflows} coflows, {self.cores} core(s))")
         return "\n".join(lines)
 
     def to_json(self) -> dict:
-        return {"workload": self.workload.name, "engine": self.engine,
-                "lp_lower_bound": self.lp_bound,
-                "rows": [r.__dict__ for r in self.rows]}
+        return {"workload": self.workload, "engine": self.engine,
+                "lp_lower_bound": self.lp_bound, "rows": [r.__dict__ for r in self.rows]}
 
 
-def compare(workload: Workload, policies: list[str], *, engine: str = "sim",
-            lp_bound: float | None = None, out_dir: str | None = None,
-            progress: bool = False, options_for=None, resume: bool = False,
-            time_scale: float = 1.0) -> Comparison:
-    """Run every policy on ``workload``; write each record to ``out_dir`` as it finishes.
+class ComparisonError(RuntimeError):
+    """Some runs of a comparison failed (each recorded in the store with its error)."""
 
-    ``options_for(name) -> dict`` gives per-policy options (e.g. ``mode``). With
-    ``resume``, a policy whose record is already in ``out_dir`` is read back instead of
-    run again (so a long sweep can be continued, or split over processes) - only when the
-    record's :func:`~emulate.io.records.run_key` equals this run's (same workload content,
-    fabric, policy options, engine, time scale, code version); any other record is run
-    again and overwritten.
+
+def comparison_spec(workload: dict, policies: list[str], *, options: dict | None = None,
+                    fabric: dict | None = None, engines=("sim",), bound: bool = True,
+                    name: str = SWEEP, source: str | None = None):
+    """The sweep spec of a comparison: ``workload`` a spec's workload table (``{"file":
+    ..., "options": {...}}`` or ``{"kind": ..., "seeds": [s], "params": {...}}``),
+    ``options[policy]`` each policy's options (one policy group each), ``fabric`` a
+    spec's fabric table, the bound ``auto`` or none."""
+    from experiments.sweep.spec import parse_spec
+    options = options or {}
+    return parse_spec({"name": name, "engines": list(engines),
+                       "bounds": ["auto" if bound else "none"], "workloads": [workload],
+                       "fabrics": [fabric] if fabric else [],
+                       "policies": [{"specs": [p], **options.get(p, {})} for p in policies]},
+                      source=source)
+
+
+def compare(spec, out: str, *, rerun: bool = True, progress: bool | None = None) -> dict:
+    """Run ``spec``'s runs in this process into the store ``out`` (``rerun``: every run
+    again; else the runs already recorded are read back) and return one
+    :class:`Comparison` per engine, in the spec's order. ``progress`` None: a progress
+    bar when stderr is a terminal.
+
+    Raises
+    ------
+    ComparisonError
+        A run failed; the message has one line per failed run (label: error).
     """
-    rows, runs = [], []
-    for spec in policies:
-        path = os.path.join(out_dir, f"run-{_safe(spec)}.json") if out_dir else None
-        opts = dict(options_for(spec) or {}) if options_for else {}
-        options = RunOptions(progress=progress, policy_options=opts,
-                             time_scale=time_scale)
-        key = run_key(workload, spec, engine, policy_options=opts, time_scale=time_scale,
-                      engine_options=options.engine_options)
-        run = _load_record(workload, path, key) if resume and path else None
-        if run is None:
-            try:
-                run = get_engine(engine).run(workload, spec, options)
-            except EngineError as e:
-                if path and e.partial is not None:   # keep what finished, marked incomplete
-                    doc = e.partial.to_json(lp_bound)
-                    doc["run_key"] = key
-                    atomic_write(path, json.dumps(doc, indent=1))
-                raise
-            if path:
-                doc = run.to_json(lp_bound)
-                doc["run_key"] = key
-                atomic_write(path, json.dumps(doc, indent=1))
-        runs.append(run)
-        rows.append(Row.of(run, lp_bound))
-    return Comparison(workload, engine, lp_bound, rows, runs)
+    from experiments.sweep.runner import run_sweep
+    from experiments.sweep.store import open_results
+    import sys
+    if progress is None:
+        progress = sys.stderr.isatty()
+    report = run_sweep(spec, out, workers=0, rerun=rerun, progress=progress)
+    if report.failed:
+        raise ComparisonError("\n".join(f"{label}: {err}" for label, _, err in report.failed))
+    db = open_results(out)
+    return {e: comparison(db, spec, e) for e in dict.fromkeys(r.engine for r in spec.runs())}
 
 
-def _load_record(workload: Workload, path: str, key: dict) -> RunResult | None:
-    try:
-        with open(path) as fh:
-            return RunResult.from_json(workload, json.load(fh), key)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+def comparison(db, spec, engine: str = "sim") -> Comparison:
+    """The :class:`Comparison` of ``spec``'s runs on ``engine`` recorded in the store
+    ``db`` (the current code version's: what :func:`compare` just ran or read back)."""
+    from experiments.sweep.store import spec_rows
+    runs = spec_rows(db, spec, exact=True)
+    runs = runs[(runs["engine"] == engine) & (runs["status"] == "ok")]
+    keys = list(runs["run_key"])
+    cof = db.sql("select run_key, cct, weight from coflows where run_key in "
+                 "(select unnest($k)) order by run_key, id", params={"k": keys}).df()
+    cof = {k: g for k, g in cof.groupby("run_key")}
+    rows, series = [], {}
+    for r in runs.to_dict("records"):
+        c = cof[r["run_key"]]
+        rows.append(Row(r["policy"], r["mean_ct"], r["p50_ct"], r["p95_ct"], r["p99_ct"],
+                        r["sum_wc"], float(np.dot(c["weight"], c["cct"])),
+                        _none(r["ratio"]), r["wall_seconds"]))
+        series[r["policy"]] = c["cct"].to_numpy()
+    first = runs.iloc[0]
+    return Comparison(first["workload"], engine, _none(first["lp_bound"]), rows, series,
+                      int(first["n_items"]), int(first["cores"]))
 
 
-def _safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
+def _none(v):
+    return None if v is None or (isinstance(v, float) and np.isnan(v)) else float(v)

@@ -113,10 +113,13 @@ def _gap(cfg: Config, setting: str) -> float:
     return float(cfg.gap) if setting == "arrivals" else 0.0
 
 
-def run(cfg: Config, verbose: bool = True) -> tuple[list[dict], str]:
-    """Run every pair on every workload as a sweep (store: ``<out>/store``, resumable);
-    return the rows and the tables (markdown)."""
+def run(cfg: Config, verbose: bool = True, tables_only: bool = False
+        ) -> tuple[list[dict], str]:
+    """Run every pair on every workload as a sweep (store: ``<out>/store``, resumable;
+    ``tables_only``: run nothing, read the store); return the rows and the tables
+    (markdown)."""
     from experiments.sweep.runner import completed_sweep
+    from experiments.sweep.store import open_results
     os.makedirs(cfg.out, exist_ok=True)
     if cfg.write_workloads:
         for setting in cfg.settings:
@@ -124,8 +127,9 @@ def run(cfg: Config, verbose: bool = True) -> tuple[list[dict], str]:
                 w = make_workload(cfg, setting, seed)
                 write_json(w, os.path.join(cfg.write_workloads, f"{w.name}.json"))
     spec = spec_of(cfg)
-    db = completed_sweep(spec, os.path.join(cfg.out, "store"), workers=cfg.workers,
-                         scheduler=cfg.scheduler, progress=verbose)
+    store = os.path.join(cfg.out, "store")
+    db = open_results(store) if tables_only else completed_sweep(
+        spec, store, workers=cfg.workers, scheduler=cfg.scheduler, progress=verbose)
     rows = _rows(db, spec, cfg)
     atomic_write(os.path.join(cfg.out, "mapreduce.json"),
                  json.dumps({"config": asdict(cfg), "rows": rows}, indent=1) + "\n")
@@ -136,12 +140,17 @@ def run(cfg: Config, verbose: bool = True) -> tuple[list[dict], str]:
 
 def _rows(db, spec, cfg: Config) -> list[dict]:
     """The experiment's rows (one per setting, seed and pair on ``cfg.engine``, in that
-    order) from the sweep's store; on the emulation with the per-job error against the
-    simulator's run of the same workload and pair."""
-    keys = {(r.engine, r.workload["params"]["mean_interarrival"], r.workload["seed"],
-             r.policy): r.key for r in spec.runs()}
-    runs = {r["run_key"]: r for r in db.sql(
-        "select * from runs where sweep = $s", params={"s": spec.name}).df().to_dict("records")}
+    order) from the sweep's store (each run's row of the current code version, else its
+    latest: :func:`~experiments.sweep.store.spec_rows`); on the emulation with the
+    per-job error against the simulator's run of the same workload and pair."""
+    from experiments.sweep.paper import against_simulator
+    from experiments.sweep.store import ok_rows
+    runs = spec.runs()
+    recorded = {int(r["spec_index"]): r for r in ok_rows(db, spec).to_dict("records")}
+    rows_of = {(r.engine, r.workload["params"]["mean_interarrival"], r.workload["seed"],
+                r.policy): recorded[i] for i, r in enumerate(runs) if i in recorded}
+    errors = {r["run_key"]: r for r in against_simulator(db, spec, cfg.engine)} \
+        if cfg.engine != "sim" else {}
     jobs = db.sql("select run_key, id, weight, jct from jobs order by run_key, id").df()
     jobs = {k: g for k, g in jobs.groupby("run_key")}
     counts = dict(db.sql("select run_key, count(*) from tasks group by 1").fetchall())
@@ -152,8 +161,11 @@ def _rows(db, spec, cfg: Config) -> list[dict]:
         for seed in cfg.seeds:
             for c in cfg.compute:
                 for n in cfg.network:
-                    key = keys[(cfg.engine, _gap(cfg, setting), seed, f"{c}+{n}")]
-                    r, j = runs[key], jobs[key]
+                    r = rows_of.get((cfg.engine, _gap(cfg, setting), seed, f"{c}+{n}"))
+                    if r is None:
+                        continue
+                    key = r["run_key"]
+                    j = jobs[key]
                     w = j["weight"].to_numpy()
                     row = {
                         "setting": setting, "seed": seed,
@@ -165,15 +177,14 @@ def _rows(db, spec, cfg: Config) -> list[dict]:
                         "makespan": r["makespan"], "mean_shuffle_cct": shuffles[key][1],
                         "lp1": r["lp_bound"], "ratio": r["ratio"], "jobs": len(j),
                         "tasks": counts.get(key, 0), "shuffles": shuffles[key][0],
-                        "seconds": r["run_seconds"], "engine": cfg.engine}
+                        "seconds": r["run_seconds"], "engine": cfg.engine,
+                        "code_version": r["code_version"]}
                     if cfg.engine != "sim":
-                        sk = keys[("sim", _gap(cfg, setting), seed, f"{c}+{n}")]
-                        sim = jobs[sk].set_index("id")["jct"]
-                        err = np.abs(j.set_index("id")["jct"] / sim.loc[j["id"]].to_numpy()
-                                     - 1).to_numpy()
-                        row.update(sim_weighted_completion=runs[sk]["sum_wc"],
-                                   job_error_median=float(np.median(err)),
-                                   job_error_max=float(err.max()), job_errors=err.tolist())
+                        e = errors[key]
+                        row.update(sim_weighted_completion=e["sim_sum_wc"],
+                                   job_error_median=e["job_error_median"],
+                                   job_error_max=e["job_error_max"],
+                                   job_errors=e["job_errors"])
                     rows.append(row)
     return rows
 
@@ -192,8 +203,9 @@ def tables(rows: list[dict], cfg: Config) -> str:
             v = [r[key] for r in sel if r["compute"] == c and r["network"] == n]
             return float(np.mean(v)) if v else np.nan
 
-        best = min(((c, n) for c in cfg.compute for n in cfg.network),
-                    key=lambda p: mean(*p, "weighted_completion"))
+        best = min(((c, n) for c in cfg.compute for n in cfg.network
+                    if not np.isnan(mean(c, n, "weighted_completion"))),
+                   key=lambda p: mean(*p, "weighted_completion"))
         what = ("Poisson arrivals, mean gap " + f"{cfg.gap:g} s" if setting == "arrivals"
                 else "all jobs at time 0")
         where = " on the emulation" if cfg.engine != "sim" else ""
@@ -209,8 +221,8 @@ def tables(rows: list[dict], cfg: Config) -> str:
             cells = [c]
             for n in cfg.network:
                 star = "*" if (c, n) == best else ""
-                cells.append(f"{mean(c, n, 'weighted_completion'):.1f}{star} "
-                             f"(x{mean(c, n, 'ratio'):.2f})")
+                cells.append(_cell(f"{mean(c, n, 'weighted_completion'):.1f}{star} "
+                                   f"(x{mean(c, n, 'ratio'):.2f})"))
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
         out.append(f"{setting}: mean shuffle CCT (s) / weighted mean job time (s)")
@@ -218,8 +230,9 @@ def tables(rows: list[dict], cfg: Config) -> str:
         out.append("|" + "---|" * len(head))
         for c in cfg.compute:
             out.append("| " + " | ".join(
-                [c] + [f"{mean(c, n, 'mean_shuffle_cct'):.2f} / "
-                       f"{mean(c, n, 'weighted_mean_job_time'):.2f}" for n in cfg.network])
+                [c] + [_cell(f"{mean(c, n, 'mean_shuffle_cct'):.2f} / "
+                             f"{mean(c, n, 'weighted_mean_job_time'):.2f}")
+                       for n in cfg.network])
                 + " |")
         out.append("")
         if cfg.engine != "sim":
@@ -232,10 +245,15 @@ def tables(rows: list[dict], cfg: Config) -> str:
                 for n in cfg.network:
                     v = [r for r in sel if r["compute"] == c and r["network"] == n]
                     cells.append(f"{max(r['job_error_median'] for r in v):.1%} / "
-                                 f"{max(r['job_error_max'] for r in v):.1%}" if v else "")
+                                 f"{max(r['job_error_max'] for r in v):.1%}" if v else "-")
                 out.append("| " + " | ".join(cells) + " |")
             out.append("")
     return "\n".join(out)
+
+
+def _cell(text: str) -> str:
+    """A table cell; ``-`` for a pair with no recorded run (a sweep still running)."""
+    return "-" if "nan" in text else text
 
 
 def main(argv=None):
@@ -255,6 +273,8 @@ def main(argv=None):
                    help="mininet (root): run every pair on the emulation too")
     p.add_argument("--workers", type=int, help="local Dask workers (default: one per core)")
     p.add_argument("--scheduler", help="a running Dask scheduler (tcp://host:port)")
+    p.add_argument("--tables-only", action="store_true",
+                   help="run nothing; the tables of what <out>/store holds")
     args = p.parse_args(argv)
 
     def names(s):
@@ -266,7 +286,11 @@ def main(argv=None):
                  network=names(args.network), out=args.out,
                  write_workloads=args.write_workloads, engine=args.engine,
                  workers=args.workers, scheduler=args.scheduler)
-    _, text = run(cfg)
+    from experiments.sweep.store import StoreError
+    try:
+        _, text = run(cfg, tables_only=args.tables_only)
+    except StoreError as e:
+        p.exit(2, f"error: {e}\n")
     print(text)
 
 

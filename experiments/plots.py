@@ -43,6 +43,9 @@ def _save(fig, path: str) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(buf.getbuffer())
+        umask = os.umask(0)             # the mode a plain open gives, not mkstemp's 0600
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -67,9 +70,9 @@ def remove_stale(directory: str, suffix: str) -> list[str]:
 
 
 def cct_cdf(comparison, path: str, title: str | None = None) -> None:
-    """CDF of coflow completion times, one line per policy (log x axis)."""
-    cdf({run.policy: run.cct for run in comparison.runs}, path,
-        title=title or f"CCT CDF: {comparison.workload.name}")
+    """CDF of coflow completion times of a :class:`~experiments.compare.Comparison`, one
+    line per policy (log x axis)."""
+    cdf(comparison.series, path, title=title or f"CCT CDF: {comparison.workload}")
 
 
 def cdf(series: dict, path: str, *, title: str, xlabel: str = "coflow completion time (s)",

@@ -7,7 +7,7 @@ where the exit code and the absence of a traceback on the terminal matter.
   and ``--rate`` overrides with human units; ``--policy package.module:Class``;
 * bad input: exit code 2 and one line naming the file and the field, no traceback;
 * ``policies``, ``generate`` then ``run``, ``gantt`` (PNG), ``compare`` (table, plot,
-  per-run JSON), ``bound``.
+  its runs in the results store, resume), ``bound``.
 """
 from __future__ import annotations
 
@@ -278,7 +278,17 @@ def test_gantt_of_a_bad_segments_file_exits_2(tmp_path, wfile):
     assert os.path.basename(wfile) in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 
-def test_compare_prints_a_table_and_writes_the_plot_and_per_run_json(runner, wfile, tmp_path):
+def _store_runs(out, *cols):
+    """(policy, *cols) of every run of the compare sweep recorded in the store ``out``."""
+    from experiments.sweep.store import open_results
+    return open_results(str(out)).sql(
+        f"select policy, {', '.join(cols)} from runs where sweep = 'compare' "
+        f"order by policy, recorded_at").fetchall()
+
+
+def test_compare_prints_a_table_and_writes_the_plot_and_its_runs_to_the_store(
+        runner, wfile, tmp_path):
+    from experiments.sweep.store import open_results
     out, plot = tmp_path / "out", tmp_path / "cdf.png"
     r = invoke(runner, "compare", wfile, "--policies", "fifo,lp-coflow", "--no-lp-bound",
                "--plot", plot, "--out", out)
@@ -286,16 +296,16 @@ def test_compare_prints_a_table_and_writes_the_plot_and_per_run_json(runner, wfi
     rows = [line.split()[0] for line in r.stdout.splitlines()]
     assert "policy" in rows[0] and "fifo" in rows and "lp-coflow" in rows
     assert plot.read_bytes()[:8] == PNG
+    db = open_results(str(out))
     for name in ("fifo", "lp-coflow"):
-        rec = json.loads((out / f"run-{name}.json").read_text())
         direct = run_json(runner, wfile, "--policy", name, "--no-lp-bound")
-        assert rec["policy"] == name
-        assert rec["total_weighted_completion"] == pytest.approx(
-            direct["total_weighted_completion"], rel=1e-12)
-        assert [c["completion"] for c in rec["coflows"]] == pytest.approx(
-            [c["completion"] for c in direct["coflows"]], rel=1e-12)
-    summary = json.loads((out / "compare.json").read_text())
-    assert [row["policy"] for row in summary["rows"]] == ["fifo", "lp-coflow"]
+        (key, total), = db.sql(f"select run_key, sum_wc from runs "
+                               f"where policy = '{name}'").fetchall()
+        assert total == pytest.approx(direct["total_weighted_completion"], rel=1e-12)
+        got = db.sql(f"select id, completion from coflows where run_key = '{key}' "
+                     f"order by id").fetchall()
+        assert got == [(c["id"], pytest.approx(c["completion"], rel=1e-12))
+                       for c in sorted(direct["coflows"], key=lambda c: c["id"])]
 
 
 def test_compare_writes_its_plot_beside_the_runs_by_default(runner, wfile, tmp_path):
@@ -316,31 +326,21 @@ def test_compare_with_the_lp_bound_gives_ratios_of_at_least_one(runner, wfile, t
         assert row["lp_ratio"] >= 1 - 1e-6
 
 
-def test_compare_resume_reads_back_recorded_runs_and_reruns_foreign_ones(runner, wfile,
-                                                                         tmp_path):
+def test_compare_resume_reads_back_recorded_runs_and_reruns_without_it(runner, wfile,
+                                                                       tmp_path):
     out = tmp_path / "out"
     args = ("compare", wfile, "--policies", "fifo,sebf", "--no-lp-bound", "--json",
             "--plot", tmp_path / "p.png", "--out", out)
     first = json.loads(invoke(runner, *args).stdout)
-    # a record we can recognise if it is read back, and one of another workload
-    fifo = json.loads((out / "run-fifo.json").read_text())
-    for c in fifo["coflows"]:
-        c["completion"] += 1000.0
-    (out / "run-fifo.json").write_text(json.dumps(fifo))
-    sebf = json.loads((out / "run-sebf.json").read_text())
-    sebf["workload"] = "something else"
-    (out / "run-sebf.json").write_text(json.dumps(sebf))
+    recorded = _store_runs(out, "run_key", "recorded_at")
     again = json.loads(invoke(runner, *args, "--resume").stdout)
-    rows = {r["policy"]: r for r in again["rows"]}
-    before = {r["policy"]: r for r in first["rows"]}
-    n = len(fifo["coflows"])
-    assert rows["fifo"]["total_weighted_completion"] == pytest.approx(
-        before["fifo"]["total_weighted_completion"]
-        + 1000.0 * sum(c["weight"] for c in fifo["coflows"]))
-    assert n > 0
-    assert rows["sebf"]["total_weighted_completion"] == pytest.approx(
-        before["sebf"]["total_weighted_completion"], rel=1e-12)
-    assert json.loads((out / "run-sebf.json").read_text())["workload"] != "something else"
+    assert again == first and _store_runs(out, "run_key", "recorded_at") == recorded
+    fresh = json.loads(invoke(runner, *args).stdout)         # run again, rows replaced
+    assert [r["total_weighted_completion"] for r in fresh["rows"]] == pytest.approx(
+        [r["total_weighted_completion"] for r in first["rows"]], rel=1e-12)
+    now = _store_runs(out, "run_key", "recorded_at")
+    assert [r[:2] for r in now] == [r[:2] for r in recorded]
+    assert all(b[2] > a[2] for a, b in zip(recorded, now))
 
 
 @pytest.mark.parametrize("change", [("--cores", "1"), ("--rate", "10Mbps"), "content"])
@@ -349,40 +349,35 @@ def test_compare_resume_reruns_when_a_parameter_that_shapes_the_run_differs(
     out = tmp_path / "out"
     base = ("compare", wfile, "--policies", "sebf", "--no-lp-bound", "--json",
             "--plot", tmp_path / "p.png", "--out", out)
-    invoke(runner, *base, "--cores", "2")
-    record = json.loads((out / "run-sebf.json").read_text())
-    assert record["run_key"]["cores"] == 2
+    before = json.loads(invoke(runner, *base, "--cores", "2").stdout)
     if change == "content":   # the same name, other bytes
         w = small_workload()
         write_json(w.replace(coflows=tuple(
             Coflow(c.id, tuple(Flow(f.src, f.dst, 2 * f.bytes) for f in c.flows),
                    release=c.release, weight=c.weight) for c in w.coflows)), wfile)
         change = ()
-    # a changed fabric, rate or workload content: run again, not reused
+    # a changed fabric, rate or workload content: a run of its own, not the recorded one
     again = json.loads(invoke(runner, *base, "--cores", "2", *change, "--resume").stdout)
     fresh = json.loads(invoke(runner, *base, "--cores", "2", *change).stdout)
     assert again["rows"][0]["total_weighted_completion"] == pytest.approx(
         fresh["rows"][0]["total_weighted_completion"], rel=1e-12)
     assert again["rows"][0]["total_weighted_completion"] != pytest.approx(
-        record["total_weighted_completion"], rel=1e-9)
+        before["rows"][0]["total_weighted_completion"], rel=1e-9)
+    assert len({k for _, k in _store_runs(out, "run_key")}) == 2
 
 
-def test_a_record_of_another_code_version_is_not_reused(wfile):
-    from emulate.io.records import RunResult, key_difference, run_key
-    from emulate.io.traces import read_workload
-    from emulate.engines import RunOptions, get_engine
-    w = read_workload(wfile)
-    key = run_key(w, "fifo", "sim")
-    doc = get_engine("sim").run(w, "fifo", RunOptions()).to_json()
-    assert RunResult.from_json(w, dict(doc, run_key=key), key) is not None
-    old = dict(key, code_version="0.0.1+0000")
-    with pytest.raises(ValueError, match="code_version"):
-        RunResult.from_json(w, dict(doc, run_key=old), key)
-    with pytest.raises(ValueError, match="no run key"):
-        RunResult.from_json(w, doc, key)
-    assert key_difference(dict(key, time_scale=2.0), key).startswith("time_scale")
-    online = run_key(w, "fifo", "sim", policy_options={"mode": "online"})
-    assert key_difference(online, key).startswith("policy_options")
+def test_a_compare_run_that_fails_is_recorded_and_the_command_exits_1(tmp_path, wfile):
+    (tmp_path / "boom.py").write_text(
+        "from controller.policies import Policy\n\n\n"
+        "class Boom(Policy):\n    name = 'boom'\n\n"
+        "    def plan(self, state):\n        raise RuntimeError('no plan today')\n")
+    p = shell("compare", wfile, "--policies", "fifo,boom:Boom", "--no-lp-bound", "--out",
+              tmp_path / "o", cwd=tmp_path)
+    assert p.returncode == 1 and p.stdout == "" and "Traceback" not in p.stderr
+    assert p.stderr.count("\n") == 1 and "boom:Boom" in p.stderr
+    assert "no plan today" in p.stderr and str(tmp_path / "o") in p.stderr
+    assert _store_runs(tmp_path / "o", "status") == [("boom:Boom", "failed"),
+                                                     ("fifo", "ok")]
 
 
 @pytest.mark.parametrize("lp", ["flow", "coflow", "single"])

@@ -118,17 +118,33 @@ def test_joint_run_writes_task_and_flow_segments(files):
     assert any("task" in s for s in segs) and any("coflow" in s for s in segs)
 
 
-def test_compare_prints_one_document_and_writes_records_and_plot(files):
+def test_compare_prints_one_document_and_writes_its_store_and_plot(files):
     out = coflowemu("compare", "w.json", "--policies", "fifo,sincronia", "--json",
                     "--out", "cmp", cwd=files)
     doc = one_json_document(out)
     assert [r["policy"] for r in doc["rows"]] == ["fifo", "sincronia"]
-    with open(files / "cmp" / "compare.json") as fh:
-        assert json.load(fh)["rows"] == doc["rows"]
-    for p in ("fifo", "sincronia"):
-        with open(files / "cmp" / f"run-{p}.json") as fh:
-            assert json.load(fh)["policy"] == p
+    q = coflowemu("results", "cmp", "--json", "--sql",
+                  "select policy, sum_wc from runs order by policy", cwd=files)
+    assert [(p, pytest.approx(t)) for p, t in one_json_document(q)["rows"]] == \
+        [(r["policy"], r["total_weighted_completion"]) for r in doc["rows"]]
     assert (files / "cmp" / "cct-cdf.png").read_bytes().startswith(PNG)
+
+
+def test_demo_prints_the_table_and_a_second_demo_reads_its_runs_back(tmp_path):
+    out = coflowemu("demo", "--seed", 3, "--out", tmp_path / "d")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("workload demo-seed3: 60 coflows")
+    assert [ln.split()[0] for ln in lines[3:15]] == [
+        "lp-flow", "lp-coflow", "lp-single", "fifo", "scf", "ncf", "lcf", "sebf",
+        "sincronia", "aalo", "fair", "weaver"]
+    assert (tmp_path / "d" / "cct-cdf.png").read_bytes().startswith(PNG)
+    assert read_workload(str(tmp_path / "d" / "workload.json")).name == "demo-seed3"
+    again = coflowemu("demo", "--seed", 3, "--out", tmp_path / "d")
+    assert again.returncode == 0 and again.stdout == out.stdout     # read back, not rerun
+    q = coflowemu("results", tmp_path / "d", "--json", "--sql",
+                  "select count(*), count(distinct run_key) from runs where sweep = 'demo'")
+    assert one_json_document(q)["rows"] == [[12, 12]]
 
 
 def test_gantt_draws_the_segments_a_run_wrote(files):

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from experiments.sweep.spec import SpecError, parse_spec, read_spec
@@ -147,7 +148,6 @@ def test_rows_match_the_engine_called_directly(local):
     from controller.lp.bound import lp_bound_for
     from emulate.engines import get_engine
     from emulate.io.generators import generate
-    from experiments.compare import Row
     from experiments.sweep.store import open_results
     d, spec, _ = local
     db = open_results(str(d / "out"))
@@ -156,11 +156,11 @@ def test_rows_match_the_engine_called_directly(local):
     w = generate("coflows", seed=1, ports=4, cores=2, rate_bps=1e9, params={"coflows": 5})
     r = get_engine("sim").run(w, "sebf")
     lp = lp_bound_for(w)
-    expect = Row.of(r, lp)
+    wr = float(w.arrays.weight @ w.arrays.release)
     assert row[1] == pytest.approx(r.total_weighted_completion, rel=1e-12)
     assert row[2] == pytest.approx(lp, rel=1e-9)
-    assert row[3] == pytest.approx(expect.lp_ratio, rel=1e-9)
-    assert row[4] == pytest.approx(expect.p99_cct, rel=1e-12)
+    assert row[3] == pytest.approx((r.total_weighted_completion - wr) / (lp - wr), rel=1e-9)
+    assert row[4] == pytest.approx(np.percentile(r.cct, 99), rel=1e-12)
     ccts = [c[0] for c in db.sql(f"select cct from coflows where run_key = '{row[0]}' "
                                  f"order by id").fetchall()]
     assert sorted(ccts) == pytest.approx(sorted(r.cct.tolist()), rel=1e-12)
@@ -252,6 +252,18 @@ def test_a_separate_scheduler_and_two_workers_give_identical_results(local, tmp_
     assert _rows(tmp_path / "out") == _rows(d / "out")
 
 
+def test_the_in_process_executor_gives_the_clusters_rows(local, tmp_path):
+    """workers = 0 (compare, demo): the same execute per run, no Dask, same rows."""
+    from experiments.sweep.runner import SweepError, run_sweep
+    d, spec, _ = local
+    report = run_sweep(spec, str(tmp_path / "out"), workers=0, progress=False)
+    assert report.workers == 0 and report.done == 8 and len(report.failed) == 4
+    assert "in this process" in report.format()
+    assert _rows(tmp_path / "out") == _rows(d / "out")
+    with pytest.raises(SweepError, match="takes no scheduler"):
+        run_sweep(spec, str(tmp_path / "x"), workers=0, scheduler="tcp://127.0.0.1:1")
+
+
 def test_emulation_runs_are_refused_without_root(tmp_path, monkeypatch):
     from experiments.sweep.runner import SweepError, run_sweep
     spec = parse_spec({"name": "emu", "engines": ["mininet"],
@@ -261,6 +273,36 @@ def test_emulation_runs_are_refused_without_root(tmp_path, monkeypatch):
     with pytest.raises(SweepError, match="needs root"):
         run_sweep(spec, str(tmp_path / "out"), workers=1, progress=False)
     assert not (tmp_path / "out" / "runs").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the Mininet emulation needs root")
+def test_an_emulation_sweep_runs_its_mininet_runs_one_at_a_time_on_one_worker(system,
+                                                                               tmp_path):
+    """A tiny sweep on both engines, local cluster of two workers: the emulation runs go
+    to the one worker that offers mininet=1, one after the other (the engine holds the
+    machine's Mininet lock too), the simulator runs beside them; the emulated CCTs are
+    the simulator's within TCP's fidelity."""
+    from experiments.sweep.runner import run_sweep
+    from experiments.sweep.store import open_results
+    spec = parse_spec({"name": "emu", "engines": ["sim", "mininet"], "bounds": ["none"],
+                       "workloads": [{"kind": "coflows", "seeds": [1], "params": {
+                           "coflows": 3, "mean_bytes": 8e6, "load": 0.0}}],
+                       "fabrics": [{"ports": 3, "cores": 1, "rate": "20Mbps"}],
+                       "policies": [{"specs": ["fifo", "sebf"]}]})
+    report = run_sweep(spec, str(tmp_path), workers=2, progress=False)
+    assert report.done == 4 and not report.failed, report.format()
+    db = open_results(str(tmp_path))
+    emu = db.sql("select worker, started_at, started_at + run_seconds, run_key, policy "
+                 "from runs where engine = 'mininet' order by started_at").fetchall()
+    assert len(emu) == 2 and len({r[0] for r in emu}) == 1
+    assert emu[0][2] <= emu[1][1] + 1e-3                    # no overlap
+    for _, _, _, key, policy in emu:
+        (sim_key,), = db.sql(f"select run_key from runs where engine = 'sim' and "
+                             f"policy = '{policy}'").fetchall()
+        e, s = (np.array([c for c, in db.sql(f"select cct from coflows where run_key = "
+                                             f"'{k}' order by id").fetchall()])
+                for k in (key, sim_key))
+        assert len(e) == 3 and e.mean() == pytest.approx(s.mean(), rel=0.2)
 
 
 # ------------------------------------------------------------------------------ CLI
@@ -296,6 +338,43 @@ def test_cli_bad_spec_is_one_line_and_exit_2(tmp_path):
     (tmp_path / "t.toml").write_text("name = \n")
     out = _cli("sweep", tmp_path / "t.toml", "--out", tmp_path / "o")
     assert out.returncode == 2 and "not valid TOML" in out.stderr and "line 1" in out.stderr
+
+
+def test_cli_sweep_with_checkpoint_transfers_stores_the_rows_of_coflowemu_run(tmp_path):
+    """A redundancy workload whose checkpoints move state (``checkpoint_bytes``): the
+    sweep's sim run stores per job and per transfer coflow the rows ``coflowemu run
+    --json`` prints for the generated file; engine direct refuses it (free checkpoints
+    only), recorded as a failure with its reason."""
+    import duckdb
+    (tmp_path / "s.toml").write_text(
+        'name = "ckpt"\nengines = ["sim", "direct"]\nbounds = ["none"]\n'
+        '[[workloads]]\nkind = "redundancy"\nseeds = [3]\n'
+        'params = { machines = 4, lam = 0.4, horizon = 20.0, checkpoint_bytes = 2e6 }\n'
+        '[[fabrics]]\nports = 4\ncores = 1\nrate = "100Mbps"\n'
+        '[[policies]]\nspecs = ["srpt+r+sebf"]\n')
+    out = _cli("sweep", tmp_path / "s.toml", "--out", tmp_path / "o", "--workers", 0,
+               "--json", "--no-progress")
+    report = json.loads(out.stdout)
+    assert out.returncode == 0 and report["done"] == 1 and len(report["failed"]) == 1
+    assert "checkpoint_bytes > 0" in json.dumps(report["failed"])
+    gen = _cli("generate", "--kind", "redundancy", "--seed", 3, "--ports", 4, "--cores", 1,
+               "--rate", "100Mbps", "-p", "machines=4", "-p", "lam=0.4", "-p",
+               "horizon=20", "-p", "checkpoint_bytes=2e6", "--out", tmp_path / "w.json")
+    assert gen.returncode == 0, gen.stderr
+    ran = _cli("run", tmp_path / "w.json", "--policy", "srpt+r+sebf", "--json")
+    doc = json.loads(ran.stdout)
+    assert doc["checkpoint_cost"]["transfers"] > 0
+    db = duckdb.connect()
+    for table, want in (("jobs", {str(j["id"]): (j["release"], j["completion"])
+                                  for j in doc["jobs"]}),
+                        ("coflows", {str(c["id"]): (c["release"], c["completion"])
+                                     for c in doc["coflows"]})):
+        got = {i: (r, c) for i, r, c in db.sql(
+            f"select id, release, completion from read_parquet("
+            f"'{tmp_path}/o/{table}/*/*.parquet')").fetchall()}
+        assert got.keys() == want.keys() and len(want) > 0
+        for k in want:
+            assert got[k] == pytest.approx(want[k], rel=1e-9), (table, k)
 
 
 def test_cli_resume_after_a_killed_sweep_gives_the_same_rows(tmp_path):
@@ -387,30 +466,36 @@ def test_the_shipped_specs_read_and_mapreduce_defaults_are_its_spec():
                         "experiments", "specs")
     specs = {f: read_spec(os.path.join(root, f)) for f in os.listdir(root)
              if f.endswith(".toml")}
-    assert {"coflow.toml", "packing.toml", "mapreduce.toml", "mapreduce-emulation.toml",
-            "moldable.toml", "msjo.toml"} <= set(specs)
+    assert {"coflow.toml", "demo.toml", "demo-emulation.toml", "packing.toml",
+            "mapreduce.toml", "mapreduce-emulation.toml", "moldable.toml", "msjo.toml",
+            "msjo-emulation.toml", "redundancy.toml"} <= set(specs)
     assert all(s.runs(version="v") for s in specs.values())
     shipped = [r.key for r in specs["mapreduce.toml"].runs(version="v")]
     assert sorted(r.key for r in spec_of(Config()).runs(version="v")) == sorted(shipped)
     emu = [r.key for r in specs["mapreduce-emulation.toml"].runs(version="v")]
     assert sorted(r.key for r in spec_of(Config(engine="mininet", seeds=(0,))).runs(
         version="v")) == sorted(emu)
+    # the papers' sizes
+    assert len(specs["moldable.toml"].runs(version="v")) == 4 * 5 * 40 * 6
+    red = specs["redundancy.toml"].runs(version="v")
+    assert {r.workload["params"]["horizon"] for r in red} == {100000.0}
+    assert max(r.workload["params"]["lam"] for r in red) == 2.5
 
 
-def test_packing_defaults_are_its_spec_and_the_engine_gives_the_policies_schedules():
-    """experiments.packing's offline comparisons are experiments/specs/packing.toml run for
-    run, and offline, the joint simulator with a compute policy alone gives exactly the
-    policy's own schedule (what the module computed before it ran the spec)."""
+def test_packing_offline_runs_are_the_policies_own_schedules():
+    """experiments/specs/packing.toml runs its offline parts in the joint simulator with
+    each compute policy alone: offline, that gives exactly the policy's own schedule."""
     from controller.compute import get_compute_policy
     from emulate.engines import get_engine
     from emulate.io.generators import generate
-    from experiments.packing import Config, spec_of
     root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "experiments", "specs")
     shipped = read_spec(os.path.join(root, "packing.toml")).runs(version="v")
-    assert sorted(r.key for r in spec_of(Config()).runs(version="v")) == \
-        sorted(r.key for r in shipped)
-    assert {r.part for r in shipped} == {"preemptive", "nonpreemptive", "alpha"}
+    assert {r.part for r in shipped} == {
+        "preemptive", "nonpreemptive", "alpha", "online-preemptive",
+        "online-nonpreemptive", "load-preemptive", "load-nonpreemptive"}
+    assert {r.engine for r in shipped if not r.part.startswith(("online", "load"))} == \
+        {"sim"}
     for pinned, policies in ((True, ("synchpack-3", "psrs", "tetris-p")),
                              (False, ("jsq-mw", "tetris-np"))):
         w = generate("packing", seed=1, ports=4, cores=1,

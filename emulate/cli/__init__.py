@@ -279,40 +279,50 @@ def _report_joint(w, result, policy_spec, engine, opts, as_json, segments_path, 
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
               help="Where to write the CCT CDF plot.  [default: OUT/cct-cdf.png]")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results",
-              show_default=True, help="Directory for per-run JSON records.")
+              show_default=True,
+              help="The results store every run is written to (coflowemu results OUT).")
 @click.option("--lp-bound/--no-lp-bound", default=True, show_default=True)
 @click.option("--resume", is_flag=True,
               help="Read back runs already recorded in --out instead of running them again.")
 @click.option("--json", "as_json", is_flag=True)
 def compare(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time, zero_release,
             limit, policies, engine, mode, plot_path, out_dir, lp_bound, resume, as_json):
-    """Run several policies on WORKLOAD; print a table and write a CCT CDF plot."""
-    from experiments.compare import compare as do_compare
+    """Run several policies on WORKLOAD; print a table and write a CCT CDF plot.
+
+    The runs are a sweep of one workload (docs/sweeps.md), run in this process: each
+    run's rows are written to the results store OUT as it finishes."""
+    from experiments.compare import ComparisonError, comparison_spec
+    from experiments.compare import compare as run_compare
     from experiments.plots import cct_cdf
+    from experiments.sweep.runner import SweepError
     w = load_workload(workload, cores, rate, hosts, min_mb, scale_bytes, scale_time,
-                      zero_release, limit)
+                      zero_release, limit)            # bad input: exit 2 before any run
     if is_joint(w):
         raise click.BadParameter("compare takes coflow-only workloads; run a joint workload "
                                  "with `coflowemu run --policy compute+network` (or "
                                  "experiments/mapreduce.py for a comparison)")
     names = [p.strip() for p in policies.split(",") if p.strip()]
-    opts = {n: policy_options(n, mode, None) for n in names}
-    plot_path = plot_path or os.path.join(out_dir or "results", "cct-cdf.png")
-    from controller.lp.bound import lp_bound_for
-    bound = lp_bound_for(w) if lp_bound else None
-    cmp = do_compare(w, names, engine=engine, lp_bound=bound, out_dir=out_dir,
-                     progress=True, options_for=opts.get, resume=resume)
-    if plot_path:
-        cct_cdf(cmp, plot_path)
-    if out_dir:
-        from emulate.io.records import atomic_write
-        atomic_write(os.path.join(out_dir, "compare.json"), json.dumps(cmp.to_json(), indent=1))
+    trace = {k: v for k, v in dict(hosts=hosts, min_mb=min_mb, scale_bytes=scale_bytes,
+                                   scale_time=scale_time, zero_release=zero_release,
+                                   limit=limit).items() if v is not None}
+    spec = comparison_spec(
+        {"file": os.path.abspath(workload), "options": trace}, names,
+        options={n: policy_options(n, mode, None) for n in names},
+        fabric={k: v for k, v in (("cores", cores), ("rate", rate)) if v is not None},
+        engines=(engine,), bound=lp_bound)
+    try:
+        cmp = run_compare(spec, out_dir, rerun=not resume)[engine]
+    except SweepError as e:
+        _fail(str(e), 2 if e.setup else 1)
+    except ComparisonError as e:
+        _fail(f"runs failed (recorded in {out_dir}): " + "; ".join(str(e).splitlines()), 1)
+    plot_path = plot_path or os.path.join(out_dir, "cct-cdf.png")
+    cct_cdf(cmp, plot_path)
     if as_json:
         click.echo(json.dumps(cmp.to_json()))
     else:
         click.echo(cmp.table())
-        if plot_path:
-            click.echo(f"CCT CDF written to {plot_path}")
+        click.echo(f"CCT CDF written to {plot_path}")
 
 
 # ------------------------------------------------------------------------ bound

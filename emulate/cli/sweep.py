@@ -8,7 +8,7 @@ Examples
 --------
 ::
 
-    coflowemu sweep experiments/specs/compare.toml --out results/sweeps
+    coflowemu sweep experiments/specs/coflow.toml --out results/sweeps
     coflowemu sweep spec.toml --out results/sweeps --scheduler tcp://127.0.0.1:8786
     coflowemu results results/sweeps                   # summary table + plots
     coflowemu results results/sweeps --sql "select policy, avg(ratio) from runs group by 1"
@@ -36,8 +36,9 @@ def _fail(msg: str, code: int = 2):
 @click.option("--scheduler", metavar="ADDRESS",
               help="A running Dask scheduler (tcp://host:port); default: a local cluster "
                    "on 127.0.0.1.")
-@click.option("--workers", type=click.IntRange(min=1),
-              help="Local cluster: worker processes (default: one per core).")
+@click.option("--workers", type=click.IntRange(min=0),
+              help="Local cluster: worker processes (default: one per core); 0: no "
+                   "Dask, the runs one after the other in this process.")
 @click.option("--retry-failed", is_flag=True, help="Run again the runs recorded as failed.")
 @click.option("--dry-run", is_flag=True, help="List the runs (and which are recorded); run none.")
 @click.option("--progress/--no-progress", default=True, show_default=True,

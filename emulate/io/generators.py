@@ -55,6 +55,7 @@ import math
 from typing import Callable
 
 _KINDS: dict[str, Callable] = {}
+_INSTANCES: dict[str, Callable] = {}
 
 
 class GeneratorError(ValueError):
@@ -84,13 +85,40 @@ def params_of(name: str) -> dict[str, object]:
 def generate(name: str, *, seed: int = 0, ports: int = 8, cores: int = 2,
              rate_bps: float = 1e9, params: dict | None = None):
     """A workload of kind ``name``; ``params`` values may be strings (from the CLI)."""
+    return _call(name, _get(name), seed, ports, cores, rate_bps, params)
+
+
+def generate_instance(name: str, *, seed: int = 0, ports: int = 8, cores: int = 2,
+                      rate_bps: float = 1e9, params: dict | None = None):
+    """The *instance* a kind's workload is made from, for the kinds that have one (see
+    :func:`instance_of`): the paper's own object (an MSJO cluster, a redundancy
+    instance), same parameters, same checks, same numbers as :func:`generate`'s
+    workload, without building the workload's objects."""
+    _get(name)
+    if name not in _INSTANCES:
+        raise GeneratorError(f"--kind {name} has no instance form; kinds with one: "
+                             f"{', '.join(_INSTANCES)}")
+    return _call(name, _INSTANCES[name], seed, ports, cores, rate_bps, params)
+
+
+def instance_of(name: str):
+    """Decorator: register the instance builder of kind ``name``: a function of the
+    kind's arguments (every parameter given, defaults filled in) returning the object
+    the kind's workload is made from; the kind's generator calls it too."""
+    def add(fn):
+        _INSTANCES[name] = fn
+        return fn
+    return add
+
+
+def _call(name, fn, seed, ports, cores, rate_bps, params):
+    """``fn`` (kind ``name``'s generator or instance builder) on checked arguments."""
     from topologies.fabric import Fabric
-    fn = _get(name)
     known = params_of(name)
     Fabric(ports, cores, rate_bps)          # its limits, before anything is sized by it
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise GeneratorError(f"--seed must be an integer >= 0, got {seed!r}")
-    kw = {}
+    kw = dict(known)
     for key, value in (params or {}).items():
         if key not in known:
             raise GeneratorError(f"--kind {name} has no parameter {key!r}; its parameters: "
@@ -215,11 +243,14 @@ def google(seed, *, ports, cores, rate_bps, n_jobs: int = 40,
 @kind("packing")
 def packing(seed, *, ports, cores, rate_bps, n_jobs: int = 60, size_median: float = 0.15,
             max_tasks: int = 20, n_local: int = 3, remote_fraction: float = 0.3,
-            alpha: float = 2.0, scheme: str = "equal", pinned: bool = False):
-    """Joint workloads of compute jobs only: the packing paper's offline workload
+            alpha: float = 2.0, scheme: str = "equal", pinned: bool = False,
+            load: float = 0.0):
+    """Joint workloads of compute jobs only: the packing paper's workload
     (:func:`controller.compute.generators.packing_paper`: Google-like jobs weighted
     ``equal``, ``random`` or ``priority``, remote penalty ``alpha``; ``pinned``: every task
-    on its machine of the original trace), one machine per port, all at time 0."""
+    on its machine of the original trace), one machine per port; all at time 0 (the
+    offline comparisons), or with ``load`` > 0 Poisson arrivals at that load of the
+    machines' capacity (the online ones)."""
     from controller.compute.generators import WEIGHT_SCHEMES, packing_paper
     from controller.jobs import joint_from_compute
     from topologies.fabric import Fabric
@@ -228,10 +259,11 @@ def packing(seed, *, ports, cores, rate_bps, n_jobs: int = 60, size_median: floa
                              f"{', '.join(WEIGHT_SCHEMES)}")
     cw = packing_paper(n_jobs, ports, seed=seed, size_median=size_median,
                        max_tasks=max_tasks, n_local=n_local, remote_fraction=remote_fraction,
-                       alpha=alpha, scheme=scheme, pinned=pinned)
+                       alpha=alpha, scheme=scheme, pinned=pinned, load=load or None)
     return joint_from_compute(cw, Fabric(ports, cores, rate_bps),
                               name=f"packing-{scheme}-s{seed}-p{ports}-j{n_jobs}"
-                                   + ("-pinned" if pinned else ""))
+                                   + ("-pinned" if pinned else "")
+                                   + (f"-load{load:g}" if load else ""))
 
 
 @kind("moldable")
@@ -255,19 +287,39 @@ def moldable(seed, *, ports, cores, rate_bps, n_jobs: int = 20, family: str = "h
 @kind("msjo")
 def msjo(seed, *, ports, cores, rate_bps, scenario: str = "uniform", n_jobs: int = 10,
          delay_factor: float = 0.1, shuffle_bytes: float = 0.0, length_scale: float = 1.0,
-         mean_maps: float = 30.0):
+         mean_maps: float = 30.0, task_weights: bool = False):
     """Joint workloads of MapReduce server jobs (``"model": "msjo"``): ``n_jobs`` jobs of
     the MSJO paper's ``uniform`` or ``random`` scenario (Bernoulli arrivals; random: maps ~
     Poisson(``mean_maps``)) on ``ports`` machines, task lengths and arrival slots times
     ``length_scale``. ``shuffle_bytes`` 0: map tasks with shuffle delay ``delay_factor``
     times their length; > 0: every job's shuffle is a coflow (no delays) and a map
     writes ``shuffle_bytes`` x its length / the mean map length (run with
-    ``--policy mars+sebf``)."""
+    ``--policy mars+sebf``). ``task_weights``: a weight per task too (the task-level
+    policies' objective; the joint workload keeps the jobs' weights only)."""
     import numpy as np
 
     from controller.jobmodels.msjo import joint_from_msjo
-    from controller.msjo.generators import SCENARIOS, synthetic
     from topologies.fabric import Fabric
+    cluster = msjo_instance(seed, ports=ports, cores=cores, rate_bps=rate_bps,
+                            scenario=scenario, n_jobs=n_jobs, delay_factor=delay_factor,
+                            shuffle_bytes=shuffle_bytes, length_scale=length_scale,
+                            mean_maps=mean_maps, task_weights=task_weights)
+    out = None
+    if shuffle_bytes > 0:
+        a = cluster.arrays
+        out = np.where(a.is_map, shuffle_bytes * a.length / a.length[a.is_map].mean(), 0.0)
+    shuffle = "-shuffle" if out is not None else ""
+    return joint_from_msjo(cluster, Fabric(ports, cores, rate_bps), output_bytes=out,
+                           name=f"msjo-{scenario}{shuffle}-s{seed}-p{ports}-j{n_jobs}")
+
+
+@instance_of("msjo")
+def msjo_instance(seed, *, ports, cores, rate_bps, scenario, n_jobs, delay_factor,
+                  shuffle_bytes, length_scale, mean_maps, task_weights):
+    """The :class:`~controller.msjo.model.Cluster` of an ``msjo`` workload (with its
+    per-task weights); ``cores``, ``rate_bps`` and ``shuffle_bytes`` shape only the
+    workload's network."""
+    from controller.msjo.generators import SCENARIOS, synthetic
     if scenario not in SCENARIOS:
         raise GeneratorError(f"--param scenario={scenario}: known scenarios: "
                              f"{', '.join(SCENARIOS)}")
@@ -278,16 +330,11 @@ def msjo(seed, *, ports, cores, rate_bps, scenario: str = "uniform", n_jobs: int
         if not v > 0:
             raise GeneratorError(f"--param {name}={v}: must be > 0")
     cluster = synthetic(n_jobs, scenario=scenario, machines=ports, delay_factor=delay_factor,
-                        slot=length_scale, mean_maps=mean_maps, seed=seed)
+                        slot=length_scale, mean_maps=mean_maps, task_weights=task_weights,
+                        seed=seed)
     if length_scale != 1.0:
         cluster = cluster.with_lengths(cluster.arrays.length * length_scale)
-    out = None
-    if shuffle_bytes > 0:
-        a = cluster.arrays
-        out = np.where(a.is_map, shuffle_bytes * a.length / a.length[a.is_map].mean(), 0.0)
-    shuffle = "-shuffle" if out is not None else ""
-    return joint_from_msjo(cluster, Fabric(ports, cores, rate_bps), output_bytes=out,
-                           name=f"msjo-{scenario}{shuffle}-s{seed}-p{ports}-j{n_jobs}")
+    return cluster
 
 
 @kind("redundancy")
@@ -304,19 +351,44 @@ def redundancy(seed, *, ports, cores, rate_bps, machines: int = 100, lam: float 
     ``m``'s seed ``seed * 1000 + m``) or ``constant`` (rate 1); every job's
     ``checkpoint_bytes`` (default 0: free checkpoints, the paper's model; else each
     checkpoint's state moves over the fabric, :mod:`controller.redundancy.transfers`).
-    The paper's setting is
-    ``lam`` 1 to 2.5 and ``horizon`` 100000 (250,000 jobs: run that with
-    ``benchmarks/redundancy.py`` or ``experiments/redundancy.py``, not as a file)."""
+    The paper's setting is ``lam`` 1 to 2.5 and ``horizon`` 100000 (250,000 jobs: as a
+    file that is 250,000 objects; ``experiments/redundancy.py`` and
+    ``benchmarks/redundancy.py`` simulate the instance, :func:`redundancy_instance`,
+    directly)."""
     from controller.jobmodels.redundancy import joint_from_redundancy
-    from controller.model import WorkloadError
-    from controller.redundancy.generators import machine_specs, poisson_pareto
+    from controller.redundancy.generators import machine_specs
     from controller.redundancy.simulator import Instance
     from controller.redundancy.speed import ApUp, constant
     from topologies.fabric import Fabric
+    inst = redundancy_instance(seed, ports=ports, cores=cores, rate_bps=rate_bps,
+                               machines=machines, lam=lam, horizon=horizon, shape=shape,
+                               scale=scale, speed=speed, ap_rate=ap_rate, up_rate=up_rate,
+                               ap_length=ap_length, up_length=up_length,
+                               checkpoint_bytes=checkpoint_bytes)
+    specs = machine_specs(seed, machines, ApUp(ap_rate, up_rate, ap_length, up_length), speed)
+    return joint_from_redundancy(Instance(inst.arrival, inst.work, constant(machines)),
+                                 Fabric(machines, cores, rate_bps), specs=specs,
+                                 name=f"redundancy-s{seed}-n{machines}-l{lam:g}-h{horizon:g}",
+                                 checkpoint_bytes=checkpoint_bytes)
+
+
+@instance_of("redundancy")
+def redundancy_instance(seed, *, ports, cores, rate_bps, machines, lam, horizon, shape,
+                        scale, speed, ap_rate, up_rate, ap_length, up_length,
+                        checkpoint_bytes=0.0):
+    """The :class:`~controller.redundancy.simulator.Instance` of a ``redundancy``
+    workload, its machines' speed processes drawn as far as a run needs (free
+    checkpoints: ``checkpoint_bytes`` is checked here but lives only in the workload)."""
+    from controller.model import WorkloadError
+    from controller.redundancy.generators import machine_specs, poisson_pareto
+    from controller.redundancy.simulator import Instance
+    from controller.redundancy.speed import ApUp, speed_of
     if machines < 1:
         raise GeneratorError(f"--param machines={machines}: need at least one machine")
     if speed not in ("ap-up", "constant"):
         raise GeneratorError(f"--param speed={speed}: known speed models: ap-up, constant")
+    if not (checkpoint_bytes >= 0 and math.isfinite(checkpoint_bytes)):
+        raise GeneratorError(f"--param checkpoint_bytes={checkpoint_bytes}: must be >= 0")
     try:
         arrival, work = poisson_pareto(seed, lam, horizon, shape, scale)
         params = ApUp(ap_rate, up_rate, ap_length, up_length)
@@ -326,9 +398,5 @@ def redundancy(seed, *, ports, cores, rate_bps, machines: int = 100, lam: float 
         raise GeneratorError(f"--kind redundancy: no job arrives in [0, {horizon:g}) at "
                              f"lam={lam:g} with seed {seed}; raise lam or horizon")
     specs = machine_specs(seed, machines, params, speed)
-    inst = Instance(arrival, work, constant(machines))
-    if not (checkpoint_bytes >= 0 and math.isfinite(checkpoint_bytes)):
-        raise GeneratorError(f"--param checkpoint_bytes={checkpoint_bytes}: must be >= 0")
-    return joint_from_redundancy(inst, Fabric(machines, cores, rate_bps), specs=specs,
-                                 name=f"redundancy-s{seed}-n{machines}-l{lam:g}-h{horizon:g}",
-                                 checkpoint_bytes=checkpoint_bytes)
+    return Instance(arrival, work, (lambda until: speed_of(specs, until))
+                    if speed == "ap-up" else speed_of(specs, 0.0))

@@ -6,22 +6,14 @@ interval during which a flow sent at a constant rate on one core), and wall-cloc
 :meth:`RunResult.to_json` gives the JSON schema of ``coflowemu run --json`` and
 :meth:`RunResult.write_segments` the JSON lines of ``--segments``; both engines share them.
 
-The coflow completion time (CCT) of a coflow is ``completion - release``.
-
-A record written for later reuse (``compare --resume``) carries its :func:`run_key`:
-every parameter that shapes the run (the workload's content digest, the fabric, the
-policy and its options, the engine and its options, the time scale, the code version).
-:meth:`RunResult.from_json` reads a record back only when its key equals the key of the
-run it would stand for, so a record of another fabric, policy option or code version is
-run again rather than silently reused.
+The coflow completion time (CCT) of a coflow is ``completion - release``. Runs kept
+for later (``compare``, ``demo``, sweeps) go to a results store, keyed by their
+parameters and the code version: :mod:`experiments.sweep`.
 """
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
 import os
-import sys
 import tempfile
 from dataclasses import dataclass, field
 
@@ -147,30 +139,6 @@ class RunResult:
                         c["cct"] = None
         return out
 
-    @classmethod
-    def from_json(cls, workload: Workload, doc: dict, key: dict | None = None) -> "RunResult":
-        """A record read back from :meth:`to_json` output (completions only, no segments).
-
-        With ``key`` (a :func:`run_key`), the record's own ``run_key`` must equal it.
-        Raises ``ValueError`` if the document is not a run of ``workload`` (or not the run
-        ``key`` describes; the message names the first parameter that differs).
-        """
-        ids = [c.id for c in workload.coflows]
-        got = [c["id"] for c in doc.get("coflows", [])]
-        if got != ids or doc.get("workload") != workload.name:
-            raise ValueError(f"record of {doc.get('workload')!r} does not match workload "
-                             f"{workload.name!r}")
-        if key is not None:
-            differs = key_difference(doc.get("run_key"), key)
-            if differs:
-                raise ValueError(f"record of another run: {differs}")
-        if doc.get("incomplete"):
-            raise ValueError("record of an incomplete run")
-        completion = np.array([c["completion"] for c in doc["coflows"]], dtype=np.float64)
-        return cls(workload=workload, policy=doc["policy"], engine=doc.get("engine", "sim"),
-                   flow_completion=np.full(workload.arrays.n_flows, np.nan),
-                   coflow_completion=completion, wall_seconds=doc.get("wall_seconds", 0.0))
-
     def write_segments(self, path: str) -> int:
         """Write the segments as JSON lines (atomically); returns how many."""
         if self.segments is None:
@@ -203,88 +171,3 @@ def atomic_write(path: str, text: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-
-
-class RowLog:
-    """An experiment's rows, rewritten atomically to a JSON file ``{"meta", "rows"}`` after
-    every append: an interrupted experiment keeps every row it finished."""
-
-    def __init__(self, path: str, meta: dict):
-        self.path, self.meta, self.rows = path, meta, []
-
-    def add(self, row: dict | None = None, **fields) -> None:
-        self.rows.append({**(row or {}), **fields})
-        atomic_write(self.path, json.dumps({"meta": self.meta, "rows": self.rows}, indent=1))
-
-
-# ---------------------------------------------------------------------- run keys
-def workload_digest(workload) -> str:
-    """SHA-256 of everything in a workload that shapes a run (not just its name).
-
-    Fabric (ports, cores, per-core rates), every coflow (id, release, weight, flows in
-    order), precedence arcs and jobs. A joint workload (machines, stages, tasks) is
-    digested from its canonical pickle-free description: ``repr`` of its frozen dataclasses.
-    """
-    h = hashlib.sha256()
-    if not isinstance(workload, Workload):
-        # a JointWorkload: its network part, and the rest through its frozen dataclasses'
-        # repr (arrays printed in full)
-        h.update(workload_digest(workload.network).encode())
-        with np.printoptions(threshold=sys.maxsize):
-            h.update(repr(workload).encode())
-        return h.hexdigest()
-    f = workload.fabric
-    h.update(json.dumps({"ports": f.ports, "cores": f.cores, "rates": list(f.rates)},
-                        sort_keys=True).encode())
-    a = workload.arrays
-    for arr in (a.src, a.dst, a.coflow, a.size, a.release, a.weight):
-        h.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
-    h.update(json.dumps([[c.id for c in workload.coflows], list(workload.precedence),
-                         [[j.id, list(j.coflows), j.weight] for j in workload.jobs]]
-                        ).encode())
-    return h.hexdigest()
-
-
-@functools.lru_cache(maxsize=1)
-def code_version() -> str:
-    """The package version and a digest of its Python sources (any edit changes it)."""
-    try:
-        from importlib.metadata import version
-        v = version("coflowemu")
-    except Exception:  # noqa: BLE001 - not installed (a bare checkout)
-        v = "unknown"
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    h = hashlib.sha256()
-    for pkg in ("controller", "emulate", "topologies"):
-        for d, dirs, files in sorted(os.walk(os.path.join(root, pkg))):
-            dirs.sort()
-            for name in sorted(files):
-                if name.endswith(".py"):
-                    path = os.path.join(d, name)
-                    h.update(os.path.relpath(path, root).encode())
-                    with open(path, "rb") as fh:
-                        h.update(fh.read())
-    return f"{v}+{h.hexdigest()[:16]}"
-
-
-def run_key(workload, policy: str, engine: str, *, policy_options: dict | None = None,
-            time_scale: float = 1.0, engine_options: dict | None = None) -> dict:
-    """Every parameter that shapes a run, as a JSON object (see the module docstring)."""
-    f = workload.fabric
-    key = {"workload": workload.name, "workload_digest": workload_digest(workload),
-           "ports": f.ports, "cores": f.cores, "rates_bps": list(f.rates),
-           "policy": policy, "policy_options": dict(policy_options or {}),
-           "engine": engine, "time_scale": float(time_scale),
-           "engine_options": dict(engine_options or {}), "code_version": code_version()}
-    # as it reads back from a file (tuples become lists, keys strings)
-    return json.loads(json.dumps(key, sort_keys=True, default=str))
-
-
-def key_difference(recorded, wanted: dict) -> str | None:
-    """None when ``recorded`` equals ``wanted``; else which parameter differs, in words."""
-    if not isinstance(recorded, dict):
-        return "it has no run key (written by an older version)"
-    for name in sorted(set(recorded) | set(wanted)):
-        if recorded.get(name) != wanted.get(name):
-            return f"{name} was {recorded.get(name)!r}, this run has {wanted.get(name)!r}"
-    return None

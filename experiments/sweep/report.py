@@ -9,7 +9,8 @@ total weighted completion ``sum w C`` and the mean ratio to the LP bound with it
 confidence interval over seeds (Student's t; none from one seed).
 
 :func:`write_plots` draws, per sweep, the CDFs of completion times (one figure per
-workload setting, one line per engine / policy) and, for every numeric parameter the
+workload setting, one line per engine / policy; a line of more than 2,000 points through
+2,000 quantiles) and, for every numeric parameter the
 sweep varies other than the seed, the ratio to the LP bound against it (mean over the
 other parameters, error bars: the 95 % interval), written atomically.
 """
@@ -20,6 +21,7 @@ import os
 import re
 
 import numpy as np
+import pandas as pd
 
 #: columns that name a setting besides the parameter columns (p_, o_, fabric_, opt_)
 _SETTING = ("sweep", "part", "kind", "file", "engine", "policy")
@@ -43,8 +45,8 @@ def _label(row, cols) -> str:
     parts = []
     for c in cols:
         v = row[c]
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            continue
+        if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+            continue        # a parameter of another sweep of the store (or not given)
         name = re.sub(r"^(p_|o_|opt_|fabric_)", "", c)
         if c == "file":
             v = os.path.basename(str(v))
@@ -53,15 +55,54 @@ def _label(row, cols) -> str:
     return " ".join(parts)
 
 
-def _items(db):
-    """Per recorded ok run: its completion times (CCT or job time) as a frame."""
-    return db.sql("""
-        select c.run_key, c.cct as t from coflows c join runs r using (run_key)
-          where r.status = 'ok' and r.objective = 'coflows'
-        union all
-        select j.run_key, j.jct as t from jobs j join runs r using (run_key)
-          where r.status = 'ok' and r.objective = 'jobs'
-    """).df()
+#: per recorded ok run, its completion times (CCTs, or job times ``C_j - r_j``)
+_ITEMS = """
+    select c.run_key, c.cct as t from coflows c join runs r using (run_key)
+      where r.status = 'ok' and r.objective = 'coflows'
+    union all
+    select j.run_key, j.jct as t from jobs j join runs r using (run_key)
+      where r.status = 'ok' and r.objective <> 'coflows'
+"""
+#: a CDF line of more points than this is drawn through this many quantiles
+CDF_POINTS = 2000
+
+
+def _items(db) -> str:
+    """The name of a temporary table of :data:`_ITEMS` (made once per connection: every
+    query of a summary or of the plots reads it instead of every Parquet file again)."""
+    if not db.sql("select 1 from duckdb_tables() where table_name = '_items'").fetchall():
+        db.execute(f"create temp table _items as {_ITEMS}")
+    return "_items"
+
+
+def _pooled_quantiles(db, groups: dict, qs: list) -> dict:
+    """``{group: [quantile of every item of its runs, per q in qs]}`` for ``groups``
+    (group -> run keys), computed by DuckDB (a store may hold millions of job rows)."""
+    import pandas as pd
+    pairs = pd.DataFrame([(g, k) for g, keys in groups.items() for k in keys],
+                         columns=["grp", "run_key"])
+    if pairs.empty:
+        return {}
+    db.register("_groups", pairs)
+    try:
+        got = db.sql(f"select g.grp, quantile_cont(i.t, $q), count(*) from {_items(db)} i "
+                     f"join _groups g using (run_key) group by 1",
+                     params={"q": list(qs)}).fetchall()
+    finally:
+        db.unregister("_groups")
+    return {g: q for g, q, _ in got}
+
+
+def _series(db, keys) -> np.ndarray:
+    """The completion times of the runs ``keys``, or :data:`CDF_POINTS` quantiles of
+    them when there are more."""
+    (n,), = db.sql(f"select count(*) from {_items(db)} where run_key in (select unnest($k))",
+                   params={"k": list(keys)}).fetchall()
+    if n > CDF_POINTS:
+        qs = ((np.arange(CDF_POINTS) + 0.5) / CDF_POINTS).tolist()
+        return np.asarray(_pooled_quantiles(db, {0: list(keys)}, qs)[0])
+    return db.sql(f"select t from {_items(db)} where run_key in (select unnest($k))",
+                  params={"k": list(keys)}).df()["t"].to_numpy()
 
 
 def summary(db) -> list[dict]:
@@ -72,8 +113,9 @@ def summary(db) -> list[dict]:
     cols = setting_columns(runs)
     keys = runs[cols].apply(lambda r: "\x1f".join(map(str, r)), axis=1)
     runs = runs.assign(_setting=keys)
-    items = _items(db)
-    by_run = items.groupby("run_key")["t"].apply(np.asarray).to_dict() if len(items) else {}
+    ok_runs = runs[runs["status"] == "ok"]
+    pooled = _pooled_quantiles(db, ok_runs.groupby("_setting")["run_key"].apply(list)
+                               .to_dict(), [0.5, 0.95, 0.99])
     varying, fixed = {}, {}
     for sweep, g in runs.groupby("sweep", sort=False):
         varying[sweep] = [c for c in cols if c != "sweep" and g[c].map(str).nunique() > 1]
@@ -82,9 +124,7 @@ def summary(db) -> list[dict]:
     out = []
     for _, g in runs.groupby("_setting", sort=True):
         ok = g[g["status"] == "ok"]
-        times = np.concatenate([by_run.get(k, np.zeros(0)) for k in ok["run_key"]]) \
-            if len(ok) else np.zeros(0)
-        q = np.percentile(times, [50, 95, 99]) if len(times) else [None] * 3
+        q = pooled.get(g["_setting"].iloc[0]) or [None] * 3
         ratio = ok["ratio"].astype(float).to_numpy() if "ratio" in ok else np.zeros(0)
         first = g.iloc[0]
         row = {c: _py(first[c]) for c in cols}
@@ -162,19 +202,19 @@ def format_summary(rows: list[dict], fails: list[dict]) -> str:
 # ------------------------------------------------------------------------------ plots
 def write_plots(db, out_dir: str, *, max_cdfs: int = 8) -> list[str]:
     """The CDF and ratio plots of every sweep in the store; the paths written."""
+    from pandas.api.types import is_numeric_dtype
+
     from experiments.plots import cdf, ratio_sweep
     runs = db.sql("select * from runs where status = 'ok'").df()
     if runs.empty:
         return []
-    items = _items(db)
-    by_run = items.groupby("run_key")["t"].apply(np.asarray).to_dict() if len(items) else {}
     written = []
     for sweep, g in runs.groupby("sweep", sort=True):
         cols = [c for c in setting_columns(g) if c != "sweep" and g[c].map(str).nunique() > 1]
         line_cols = [c for c in cols if c in ("engine", "policy") or c.startswith("opt_")]
         work_cols = [c for c in cols if c not in line_cols]
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", str(sweep))
-        obj = "job" if (g["objective"] == "jobs").all() else "coflow"
+        obj = "coflow" if (g["objective"] == "coflows").all() else "job"
         groups = list(g.groupby(work_cols, sort=True, dropna=False)) if work_cols \
             else [((), g)]
         for n, (wkey, wg) in enumerate(groups[:max_cdfs]):
@@ -182,8 +222,7 @@ def write_plots(db, out_dir: str, *, max_cdfs: int = 8) -> list[str]:
             for lkey, lg in (wg.groupby(line_cols, sort=True, dropna=False) if line_cols
                              else [((), wg)]):
                 label = _label(lg.iloc[0], line_cols) or "all runs"
-                series[label] = np.concatenate([by_run.get(k, np.zeros(0))
-                                                for k in lg["run_key"]])
+                series[label] = _series(db, lg["run_key"])
             title = f"{sweep}: " + (_label(wg.iloc[0], work_cols) or "every run")
             path = os.path.join(out_dir, f"{safe}-cdf{'-' + str(n) if work_cols else ''}.png")
             cdf(series, path, title=title, xlabel=f"{obj} completion time (s)",
@@ -191,7 +230,7 @@ def write_plots(db, out_dir: str, *, max_cdfs: int = 8) -> list[str]:
             written.append(path)
         for x in work_cols:
             xs = g[x]
-            if not np.issubdtype(xs.dtype, np.number) or "ratio" not in g:
+            if not is_numeric_dtype(xs) or "ratio" not in g:
                 continue
             lines = {}
             for lkey, lg in (g.groupby(line_cols, sort=True, dropna=False) if line_cols

@@ -6,7 +6,8 @@ lists; each combination is a :class:`Run`, one task of the runner
 version (:func:`code_version`). The schema (``docs/sweeps.md`` has the manual)::
 
     name = "demo"                 # the sweep's name: its partition in the results store
-    engines = ["sim"]             # sim | mininet (root; one emulation per machine)
+    engines = ["sim"]             # sim | mininet (root; one emulation per machine) |
+                                  # direct (the policy's algorithm on the instance)
     bounds = ["auto"]             # LP bounds every run reports ("none": no bound)
 
     [[workloads]]                 # a generator kind (emulate/io/generators.py) ...
@@ -54,7 +55,8 @@ from functools import lru_cache
 #: keys a ``[[policies]]`` group takes besides its options
 _POLICY_KEYS = ("specs",)
 #: LP bounds a spec may ask for (experiments.sweep.execute.lower_bound computes them)
-BOUNDS = ("auto", "none", "flow", "coflow", "single", "lp1", "lp2", "lp3", "moldable", "cls")
+BOUNDS = ("auto", "none", "flow", "coflow", "single", "lp1", "lp2", "lp3", "moldable",
+          "makespan", "cls", "task")
 #: fabric defaults for generated workloads (those of ``coflowemu generate``)
 DEFAULT_FABRIC = {"ports": 8, "cores": 2, "rate": "1Gbps"}
 
@@ -120,6 +122,12 @@ class Run:
         return f"{part}{what} {fab}{rate} {self.engine} {self.policy}{opts}"
 
 
+def canonical(d: dict) -> str:
+    """``d`` as canonical JSON (sorted keys): how a run's workload and fabric are passed
+    to the cached builders of :mod:`experiments.sweep.execute`."""
+    return json.dumps(d, sort_keys=True)
+
+
 def run_key(params: dict) -> str:
     """The hash (16 hex digits of SHA-256) of a run's parameters, in canonical JSON."""
     text = json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
@@ -163,14 +171,19 @@ class Spec:
 # ------------------------------------------------------------------------------ reading
 def read_spec(path: str) -> Spec:
     """Read a TOML spec; relative workload files are resolved against its folder."""
+    return parse_spec(read_doc(path), source=path)
+
+
+def read_doc(path: str) -> dict:
+    """A spec file's document (the TOML as a dict, not yet validated: for a program that
+    changes a shipped spec, e.g. its seeds, before :func:`parse_spec`)."""
     try:
         with open(path, "rb") as fh:
-            doc = tomllib.load(fh)
+            return tomllib.load(fh)
     except OSError as e:
         raise SpecError(f"cannot read spec: {e.strerror}", source=path) from None
     except tomllib.TOMLDecodeError as e:
         raise SpecError(f"not valid TOML: {e}", source=path) from None
-    return parse_spec(doc, source=path)
 
 
 def parse_spec(doc: dict, *, source: str | None = None) -> Spec:
@@ -210,13 +223,12 @@ def parse_spec(doc: dict, *, source: str | None = None) -> Spec:
 def _part(doc: dict, name: str | None, own: dict, at_: str, base: str, err) -> Part:
     """One cross product: ``doc``'s engines, bounds, workloads, fabrics and policies
     (``own``: the part's own keys, whose errors name the path ``at_ + key``)."""
-    from emulate.engines import engines
     at = {k: (at_ if k in own else "") for k in
           ("engines", "bounds", "workloads", "fabrics", "policies")}
     eng = _strings(doc.get("engines", ["sim"]), at["engines"] + "engines", err)
     for i, e in enumerate(eng):
-        if e not in engines():
-            raise err(f"unknown engine {e!r}; known: {', '.join(engines())}",
+        if e not in sweep_engines():
+            raise err(f"unknown engine {e!r}; known: {', '.join(sweep_engines())}",
                       f"{at['engines']}engines[{i}]")
     bounds = _strings(doc.get("bounds", ["auto"]), at["bounds"] + "bounds", err)
     for i, b in enumerate(bounds):
@@ -233,6 +245,21 @@ def _part(doc: dict, name: str | None, own: dict, at_: str, base: str, err) -> P
                      for i, p in enumerate(_tables(doc, "policies", err, required=True,
                                                    at=at["policies"])))
     return Part(name, eng, bounds, workloads, fabrics or ({},), policies)
+
+
+def sweep_engines() -> tuple:
+    """The engines a spec may name: the registered ones (:mod:`emulate.engines`) and
+    ``direct`` (the policy's algorithm on the instance: :mod:`experiments.sweep.direct`)."""
+    from emulate.engines import engines
+    from experiments.sweep.direct import DIRECT
+    return (*engines(), DIRECT)
+
+
+def emulated(engine: str) -> bool:
+    """Whether ``engine`` is an emulation (root, one per machine: every engine but the
+    simulator and the direct runs)."""
+    from experiments.sweep.direct import DIRECT
+    return engine not in ("sim", DIRECT)
 
 
 def _tables(doc, key, err, required=False, at="") -> list:

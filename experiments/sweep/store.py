@@ -49,24 +49,33 @@ def _dir(out: str, table: str, sweep: str) -> str:
 
 
 def write_outcome(out: str, sweep: str, outcome) -> str:
-    """Write one run's rows (details first, the run row last); the run file's path."""
+    """Write one run's rows (details first, the run row last, with ``recorded_at``: the
+    Unix time it was written); the run file's path."""
+    import time
     key = outcome.run["run_key"]
     for table in TABLES[1:]:
         rows = getattr(outcome, table)
         path = os.path.join(_dir(out, table, sweep), f"{key}.parquet")
-        if rows:
+        if _length(rows):
             _write_rows(path, rows)
         elif os.path.exists(path):      # a re-run with fewer tables: no stale rows
             os.unlink(path)
     path = os.path.join(_dir(out, "runs", sweep), f"{key}.parquet")
-    _write_rows(path, [outcome.run])
+    _write_rows(path, [{**outcome.run, "recorded_at": time.time()}])
     return path
 
 
-def _write_rows(path: str, rows: list[dict]) -> None:
+def _length(rows) -> int:
+    """Rows in a table given as a list of dicts or a dict of columns."""
+    if isinstance(rows, dict):
+        return len(next(iter(rows.values()))) if rows else 0
+    return len(rows)
+
+
+def _write_rows(path: str, rows) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
-    table = pa.Table.from_pylist(rows)
+    table = pa.Table.from_pydict(rows) if isinstance(rows, dict) else pa.Table.from_pylist(rows)
     d = os.path.dirname(path)
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=d, prefix=TMP_PREFIX, suffix=TMP_SUFFIX)
@@ -128,6 +137,70 @@ def open_results(out: str):
             db.execute(f"create view {table} as select * from {src} "
                        f"where run_key in (select run_key from runs)")
     return db
+
+
+def spec_rows(db, spec, *, exact: bool = False):
+    """The recorded rows of ``spec``'s runs (a pandas frame in the spec's run order, one
+    row per run at most, failed runs included; ``spec_index``: the run's position in
+    ``spec.runs()``): with ``exact``, the runs of the current
+    code version only (what a sweep just ran); otherwise, per run, the row of the current
+    code version if there is one, else the most recently recorded row of the same
+    parameters under another version (a paper's table from a long sweep that an unrelated
+    edit would otherwise discard; ``code_version`` says which)."""
+    from experiments.sweep.spec import run_key
+    runs = spec.runs()
+    rows = db.sql("select * from runs where sweep = $s", params={"s": spec.name}).df()
+    current = {r.key: i for i, r in enumerate(runs)}
+    if exact:
+        rows = rows[rows["run_key"].isin(current)]
+        order = rows["run_key"].map(current)
+    else:
+        def unversioned(params: dict) -> str:
+            return run_key({k: v for k, v in params.items() if k != "code_version"})
+        want = {unversioned(r.params()): i for i, r in enumerate(runs)}
+        order = rows["params"].map(lambda p: want.get(unversioned(json.loads(p))))
+        rows = rows[order.notna()].assign(
+            _order=order[order.notna()].astype(int),
+            _current=rows["run_key"].isin(current),
+            _at=rows["recorded_at"] if "recorded_at" in rows else 0.0)
+        rows = rows.sort_values(["_current", "_at"]).drop_duplicates("_order", keep="last")
+        order = rows.pop("_order")
+        rows = rows.drop(columns=["_current", "_at"])
+    return rows.assign(spec_index=order.astype(int)).sort_values("spec_index") \
+        .reset_index(drop=True)
+
+
+def ok_rows(db, spec):
+    """The rows of ``spec``'s runs that a table may be made of: :func:`spec_rows`'s ok
+    runs, each checked against its detail rows (as many per-item rows, jobs or coflows
+    by its ``objective``, as its ``n_items``).
+
+    Raises
+    ------
+    StoreError
+        No ok run of ``spec`` recorded, or a run's detail rows missing or extra (a store
+        put together by hand, files lost): one line naming the sweep and the run.
+    """
+    rows = spec_rows(db, spec)
+    rows = rows[rows["status"] == "ok"]
+    if rows.empty:
+        raise StoreError(f"the store holds no completed run of sweep {spec.name!r} "
+                         f"(run the spec without --tables-only first)")
+    counts = {}
+    for table, objectives in (("jobs", ("jobs", "tasks")), ("coflows", ("coflows",))):
+        keys = list(rows.loc[rows["objective"].isin(objectives), "run_key"])
+        if keys:
+            counts.update(db.sql(f"select run_key, count(*) from {table} where run_key in "
+                                 f"(select unnest($k)) group by 1",
+                                 params={"k": keys}).fetchall())
+    for key, want, objective in zip(rows["run_key"], rows["n_items"], rows["objective"]):
+        got = counts.get(key, 0)
+        if got != want:
+            table = "coflows" if objective == "coflows" else "jobs"
+            raise StoreError(f"sweep {spec.name!r}, run {key}: {got} rows in {table}, its "
+                             f"run row says {int(want)}: the store is damaged (re-run "
+                             f"the run: delete its runs/ file and run the spec again)")
+    return rows
 
 
 #: the columns of a detail table that has no file yet (an empty view, same schema)
