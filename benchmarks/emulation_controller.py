@@ -36,7 +36,7 @@ def handoffs(decisions_path: str) -> list[float]:
         if r["event"] == "flow_done":
             last_done = r["tw_done"]
         elif r["event"] == "apply" and r["why"] in ("flow_completion", "completion"):
-            for f, _h, _c in r["launch"]:
+            for f, *_ in r["launch"]:
                 if last_done is not None:
                     pending[f] = last_done
         elif r["event"] == "flow_started" and r["flow"] in pending:

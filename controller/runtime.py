@@ -15,7 +15,8 @@ horizon), calls ``policy.plan(state)`` and *enforces* the plan:
   re-mapped at every event; a rule is modified when its flow's class changes;
 * a started flow the plan gives rate 0 is paused at its agent (and its rule drops to the
   lowest class) and resumed later;
-* a flow with a rate cap is paced by its agent (``SO_MAX_PACING_RATE``);
+* a flow with a rate cap is paced by its agent at its planned payload rate
+  (:mod:`emulate.mininet.pacer`);
 * with ``sharing="fair"`` every flow sends in one class and TCP shares.
 
 When a flow completes the rates are recomputed from the same plan (as the simulator
@@ -69,8 +70,6 @@ class RunConfig:
     n_hosts: int
     n_cores: int
     time_scale: float = 1.0
-    wire_overhead: float = 1514 / 1448
-    """Link rates are the fabric's times this, so TCP payload gets the fabric's rate."""
     data_port: int = 5001
     pause: bool = True
     """Pause started flows the plan gives rate 0 (else leave them in the lowest class)."""
@@ -725,7 +724,7 @@ class EmulationRun:
         new_cls = dict(zip(run_flows.tolist(), classes.tolist()))
         run_rate = dict(zip(order.tolist(), rate.tolist()))
         launches, updates, of_ops = [], {}, []
-        log_launch, log_pause, log_resume, log_cls = [], [], [], []
+        log_launch, log_pause, log_resume, log_cls, log_pace = [], [], [], [], []
         t_now = time.time()
         for f in order.tolist():
             st = self.status[f]
@@ -733,7 +732,7 @@ class EmulationRun:
                 c = new_cls[f]
                 # capped flows, and fair shares (TCP alone splits a link unevenly
                 # between an old and a new flow: 12.7 / 7.3 Mbit/s measured), are paced
-                pace = (run_rate[f] * 8.0 / self.scale * self.cfg.wire_overhead
+                pace = (run_rate[f] * 8.0 / self.scale
                         if np.isfinite(cap[f]) or plan.sharing == "fair" else np.nan)
                 if st == IDLE:
                     h = int(core[f])
@@ -747,7 +746,7 @@ class EmulationRun:
                     of_ops.append((h, int(self.sport[f]), self._rule(f, h, c)))
                     launches.append(f)
                     self.seg_t[f], self.seg_rx[f] = t_now, 0.0
-                    log_launch.append((f, h, c))
+                    log_launch.append((f, h, c, None if np.isnan(pace) else round(pace / 1e6, 4)))
                     continue
                 changed = {}
                 if st == PAUSED:
@@ -764,6 +763,7 @@ class EmulationRun:
                 if not (np.isnan(pace) and np.isnan(self.pace[f])) and pace != self.pace[f]:
                     self.pace[f] = pace
                     changed["pace_bps"] = None if np.isnan(pace) else float(pace)
+                    log_pace.append((f, None if np.isnan(pace) else round(pace / 1e6, 4)))
                 if changed:
                     updates.setdefault(int(a.src[f]), []).append(
                         {"flow": f, "tos": tos_of(int(self.cls[f])),
@@ -815,7 +815,7 @@ class EmulationRun:
             self.snapshot_async(log_pause + log_resume + [f for f, _ in log_cls])
         self.decision(event="apply", why=why, seq=self.plan_seq, apply_ms=round(apply_ms, 3),
                       launch=log_launch,
-                      pause=log_pause, resume=log_resume, reclass=log_cls,
+                      pause=log_pause, resume=log_resume, reclass=log_cls, pace=log_pace,
                       running=int((self.status == RUNNING).sum()),
                       paused=int((self.status == PAUSED).sum()))
 
