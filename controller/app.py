@@ -153,7 +153,8 @@ class CoflowController(app_manager.OSKenApp):
                 del self._pending_barrier[token]
             ms = (time.time() - t_event) * 1e3
             sink.append(ms)
-            self.run.decision(event="rules_installed", token=token, event_to_rules_ms=round(ms, 3))
+            self.run.decision(event="rules_installed", token=token, event_to_rules_ms=round(ms, 3),
+                              m=round(time.monotonic(), 6))
 
     @set_ev_cls(ofp_event.EventOFPErrorMsg, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def error_msg(self, ev):
@@ -197,14 +198,16 @@ class CoflowController(app_manager.OSKenApp):
             command=ofp.OFPFC_MODIFY_STRICT if modify else ofp.OFPFC_ADD,
             instructions=[parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]))
 
-    def barrier(self, cores, t_event: float, sink: list) -> None:
-        """Barrier on ``cores``; when all answered, ``sink`` gets the ms since ``t_event``."""
+    def barrier(self, cores, t_event: float, sink: list) -> int:
+        """Barrier on ``cores``; when all answered, ``sink`` gets the ms since ``t_event``
+        (and the decision log a ``rules_installed`` line with the returned token)."""
         token = next(self._tokens)
         dps = [self.datapaths[c] for c in cores if c in self.datapaths]
         with self._lock:
             self._pending_barrier[token] = [dp.id for dp in dps]
         for dp in dps:
             self._send_barrier(dp, ("rules", token, t_event, sink))
+        return token
 
     def _send_barrier(self, dp, what) -> None:
         msg = dp.ofproto_parser.OFPBarrierRequest(dp)

@@ -164,6 +164,7 @@ class EmulationRun:
         self.policy_calls = 0
         self.applies = 0
         self.t0: float | None = None
+        self.m_loop = 0.0          # monotonic time the current batch of events was taken
         self.finished = False
         self.error: str | None = None
         self.stats: dict[str, list] = {"policy_ms": [], "snapshot_ms": [],
@@ -243,7 +244,9 @@ class EmulationRun:
                                f"not by host {ch.host}")
             if self.status[f] == IDLE:
                 raise ApiError(f"flow_started: flow {f} was never started")
-            self.events.put(("flow_started", time.time(), (f, msg["t"], msg.get("t_cmd"))))
+            self.events.put(("flow_started", time.time(), (f, msg["t"], msg.get("t_cmd"), {
+                "m_cmd": msg.get("m_cmd"), "m_write": msg.get("m"),
+                "m_recv": time.monotonic()})))
         elif op == "flow_done":
             if ch.host != a.dst[f]:
                 raise ApiError(f"flow_done: flow {f} is received by host {a.dst[f]}, "
@@ -253,7 +256,9 @@ class EmulationRun:
                                f"report says {msg['bytes']}")
             if self.status[f] in (IDLE, DONE):
                 raise ApiError(f"flow_done: flow {f} is {_STATUS[self.status[f]]}")
-            self.events.put(("flow_done", time.time(), (f, msg["t"])))
+            self.events.put(("flow_done", time.time(), (f, msg["t"], {
+                "m_done": msg.get("m"), "m_first": msg.get("m_first"),
+                "m_recv": time.monotonic()})))
         ch.answer(msg["id"])
 
     def register_info(self, host: int) -> dict:
@@ -436,6 +441,7 @@ class EmulationRun:
             while self.timers and self.timers[0].at <= time.time():
                 tm = heapq.heappop(self.timers)
                 batch.append((tm.kind, time.time(), tm.data))
+            self.m_loop = time.monotonic()
             first = self._handle(batch, first)
 
     def on_t0(self) -> None:
@@ -493,17 +499,17 @@ class EmulationRun:
                     replan = replan or "horizon"
                 self.release(data)
             elif kind == "flow_done":
-                f, t_done = data
+                f, t_done, marks = data
                 if self.status[f] == DONE:
                     continue
-                completed += self._flow_done(f, t_done)
+                completed += self._flow_done(f, t_done, marks)
                 reapply = True
             elif kind == "flow_started":
-                f, t, t_cmd = data
+                f, t, t_cmd, marks = data
                 if np.isnan(self.started_at[f]):
                     self.started_at[f] = t
                     self.decision(event="flow_started", flow=f, tw_started=self.now_w(t),
-                                  t_cmd=t_cmd, t_conn=t)
+                                  t_cmd=t_cmd, t_conn=t, **_marks(marks))
             elif kind == "horizon":
                 if data == self.plan_seq:
                     replan = replan or "horizon"
@@ -554,7 +560,7 @@ class EmulationRun:
         return first
 
     # ------------------------------------------------------------------ bookkeeping
-    def _flow_done(self, f: int, t_done: float) -> list[int]:
+    def _flow_done(self, f: int, t_done: float, marks: dict | None = None) -> list[int]:
         a = self.arrays
         tw = self.now_w(t_done)
         self._close_segment(f, t_done, float(a.size[f]))
@@ -568,7 +574,8 @@ class EmulationRun:
         self.idle.setdefault(key, []).append(sport)
         # an idle connection's rule drops to the lowest class (sent after the signals)
         self._idle_rules.append((key[2], sport, self._conn_rule(key, sport, N_DATA_CLASSES - 1)))
-        self.decision(event="flow_done", flow=f, tw_done=tw)
+        self.decision(event="flow_done", flow=f, tw_done=tw, m_loop=round(self.m_loop, 6),
+                      **_marks(marks))
         k = int(a.coflow[f])
         return [k] if self.lifecycle.finish_flow(f, tw) else []
 
@@ -797,14 +804,17 @@ class EmulationRun:
                      "pace_bps": None if np.isnan(self.pace[f]) else float(self.pace[f])})
         for host, items in updates.items():
             self.agents[host].send({"op": "update", "id": 0, "flows": items})
+        m_signal = time.monotonic()
         of_ops += self._idle_rules
         self._idle_rules = []
         touched = set()
         for h, sport, rule in of_ops:
             self.switches.install_flow(h, sport, rule, modify=True)
             touched.add(h)
+        token = None
         if touched:
-            self.switches.barrier(sorted(touched), t_recv, self.stats["event_to_rules_ms"])
+            token = self.switches.barrier(sorted(touched), t_recv,
+                                          self.stats["event_to_rules_ms"])
         self.stats["event_to_signal_ms"].append((time.time() - t_recv) * 1e3)
         self.est_rate[:] = 0.0
         for f, r in run_rate.items():
@@ -817,7 +827,8 @@ class EmulationRun:
                       launch=log_launch,
                       pause=log_pause, resume=log_resume, reclass=log_cls, pace=log_pace,
                       running=int((self.status == RUNNING).sum()),
-                      paused=int((self.status == PAUSED).sum()))
+                      paused=int((self.status == PAUSED).sum()),
+                      m_loop=round(self.m_loop, 6), m_signal=round(m_signal, 6), rules=token)
 
     def _rule(self, f: int, core: int, cls: int) -> dict:
         a = self.arrays
@@ -889,6 +900,11 @@ def _intruder(data) -> str:
 
 def _ignore(_answer) -> None:
     pass
+
+
+def _marks(marks: dict | None) -> dict:
+    """Monotonic stamps for a decision line (rounded to the microsecond, absent dropped)."""
+    return {k: round(v, 6) for k, v in (marks or {}).items() if v is not None}
 
 
 def _summary(values) -> dict:

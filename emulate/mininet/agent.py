@@ -61,6 +61,13 @@ CHUNK = 16384
 SNDBUF = 0
 """Requested send buffer (0: the kernel's autotuning); TCP_NOTSENT_LOWAT bounds unsent data."""
 NOTSENT_LOWAT = 8192
+CONGESTION = b"cubic"
+"""Every sender's congestion control, whatever the machine's default: Linux's usual one,
+so that runs do not depend on the machine. (The hosts' ``sysctl
+net.ipv4.tcp_congestion_control=cubic`` fails in a network namespace unless cubic is in
+``tcp_allowed_congestion_control``: on this VM the hosts silently ran BBR, seen with
+``ss -ti``. On 4 x 2, fifo / sebf / lp-coflow, seeds 1-2, the two differ by less than
+repeats of either do.)"""
 TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
 RCV_CHUNK = 65536
 TCP_INFO_LEN = 232
@@ -240,6 +247,7 @@ class Agent:
                 head = _recv_exact(conn, HEADER.size)
                 if head is None:
                     return
+                m_first = time.monotonic()
                 magic, flow, size = HEADER.unpack(head)
                 if magic != MAGIC:
                     self.report_error(None, f"bad stream header {head!r}")
@@ -256,7 +264,7 @@ class Agent:
                     if n == 0:
                         break
                     got += n
-                t = time.time()
+                t, m = time.time(), time.monotonic()
                 offset += got
                 with self.rx_lock:
                     self.rx[flow] = got
@@ -264,7 +272,8 @@ class Agent:
                 if got < size:
                     self.report_error(flow, f"connection closed after {got} of {size} bytes")
                     return
-                self.ch.send({"op": "flow_done", "id": 0, "flow": flow, "t": t, "bytes": got})
+                self.ch.send({"op": "flow_done", "id": 0, "flow": flow, "t": t, "bytes": got,
+                              "m": m, "m_first": m_first})
         except OSError as e:
             if not self.stopping.is_set():
                 self.report_error(flow, f"receive failed: {e}")
@@ -293,7 +302,7 @@ class Job:
         self.msg = msg
         self.flow = msg["flow"]
         self.size = msg["bytes"]
-        self.t_cmd = time.time()
+        self.t_cmd, self.m_cmd = time.time(), time.monotonic()
         self.go = threading.Event()
         if not msg["paused"]:
             self.go.set()
@@ -355,6 +364,10 @@ class Connection(threading.Thread):
             s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.agent.sndbuf)
         # unsent bytes in the socket stay few: a pause takes effect at once
         s.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, NOTSENT_LOWAT)
+        try:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, CONGESTION)
+        except OSError:
+            pass                  # not available here: the host's default
         s.bind((self.src_addr, self.sport))
         for attempt in range(50):
             try:
@@ -386,9 +399,11 @@ class Connection(threading.Thread):
                 job.conn = self
                 self.apply(job)
                 s = self.sock
-                self.agent.ch.send({"op": "flow_started", "id": 0, "flow": job.flow,
-                                    "t": time.time(), "t_cmd": job.t_cmd})
+                t, m = time.time(), time.monotonic()
                 s.sendall(HEADER.pack(MAGIC, job.flow, job.size))
+                # the report after the first byte: it is not on the hand-off's path
+                self.agent.ch.send({"op": "flow_started", "id": 0, "flow": job.flow,
+                                    "t": t, "t_cmd": job.t_cmd, "m": m, "m_cmd": job.m_cmd})
                 left = job.size
                 while left > 0:
                     if not job.go.is_set():
