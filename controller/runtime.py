@@ -143,7 +143,7 @@ class EmulationRun:
         self._next_sport = 10000
         self.idle: dict[tuple[int, int, int], list[int]] = {}  # (src, dst, core) -> sports
         self.conn_key: dict[int, tuple[int, int, int]] = {}
-        self._idle_rules: list = []
+        self.rule_cls: dict[int, int] = {}   # connection (source port) -> its rule's class
         self.flow_done = np.zeros(nf, dtype=bool)
         self.flow_completion = np.full(nf, np.nan)
         self.started_at = np.full(nf, np.nan)
@@ -354,6 +354,7 @@ class EmulationRun:
             raise RunAborted("out of source ports for connections")
         self.conn_key[sport] = key
         s, d, h = key
+        self.rule_cls[sport] = N_DATA_CLASSES - 1
         self.switches.install_flow(h, sport, self._conn_rule(key, sport, N_DATA_CLASSES - 1))
         return sport
 
@@ -572,8 +573,6 @@ class EmulationRun:
         sport = int(self.sport[f])
         key = self.conn_key[sport]
         self.idle.setdefault(key, []).append(sport)
-        # an idle connection's rule drops to the lowest class (sent after the signals)
-        self._idle_rules.append((key[2], sport, self._conn_rule(key, sport, N_DATA_CLASSES - 1)))
         self.decision(event="flow_done", flow=f, tw_done=tw, m_loop=round(self.m_loop, 6),
                       **_marks(marks))
         k = int(a.coflow[f])
@@ -749,8 +748,8 @@ class EmulationRun:
                     self.pace[f] = pace
                     key = (int(a.src[f]), int(a.dst[f]), h)
                     pool = self.idle.get(key)
-                    self.sport[f] = pool.pop() if pool else self._new_conn(key)
-                    of_ops.append((h, int(self.sport[f]), self._rule(f, h, c)))
+                    self.sport[f] = self._take_conn(key, c)
+                    self._mark(f, c, of_ops)
                     launches.append(f)
                     self.seg_t[f], self.seg_rx[f] = t_now, 0.0
                     log_launch.append((f, h, c, None if np.isnan(pace) else round(pace / 1e6, 4)))
@@ -763,8 +762,7 @@ class EmulationRun:
                     self.seg_t[f], self.seg_rx[f] = t_now, self.rx[f]
                 if c != self.cls[f]:
                     self.cls[f] = c
-                    h = int(self.pinned[f])
-                    of_ops.append((h, int(self.sport[f]), self._rule(f, h, c)))
+                    self._mark(f, c, of_ops)
                     changed["tos"] = tos_of(c)
                     log_cls.append((f, c))
                 if not (np.isnan(pace) and np.isnan(self.pace[f])) and pace != self.pace[f]:
@@ -784,15 +782,16 @@ class EmulationRun:
                 lowest = N_DATA_CLASSES - 1
                 if self.cls[f] != lowest:
                     self.cls[f] = lowest
-                    h = int(self.pinned[f])
-                    of_ops.append((h, int(self.sport[f]), self._rule(f, h, lowest)))
+                    self._mark(f, lowest, of_ops)
                 updates.setdefault(int(a.src[f]), []).append(
                     {"flow": f, "tos": tos_of(lowest), "paused": True,
                      "pace_bps": None if np.isnan(self.pace[f]) else float(self.pace[f])})
-        # The agents first: they are what starts and stops bytes, and Python's OpenFlow
-        # serialisation costs about a millisecond per message on a busy machine. A
-        # reused connection's rule has the lowest class until its modify lands a few
-        # milliseconds later (set when its previous flow ended, see _flow_done).
+        # The agents first: they are what starts and stops bytes; the rules follow in the
+        # switches' own thread (Python's OpenFlow serialisation costs up to a millisecond
+        # per message on a busy machine). A reused connection keeps its rule's class from
+        # its previous flow: a flow in the same class needs no rule change at all; in
+        # another class, its first packets cross the switch in the old one until the
+        # modify lands (10-30 ms later with the userspace switch under load).
         for f in launches:
             h = int(self.pinned[f])
             s, d = int(a.src[f]), int(a.dst[f])
@@ -805,16 +804,7 @@ class EmulationRun:
         for host, items in updates.items():
             self.agents[host].send({"op": "update", "id": 0, "flows": items})
         m_signal = time.monotonic()
-        of_ops += self._idle_rules
-        self._idle_rules = []
-        touched = set()
-        for h, sport, rule in of_ops:
-            self.switches.install_flow(h, sport, rule, modify=True)
-            touched.add(h)
-        token = None
-        if touched:
-            token = self.switches.barrier(sorted(touched), t_recv,
-                                          self.stats["event_to_rules_ms"])
+        token = self.switches.apply_rules(of_ops, t_recv, self.stats["event_to_rules_ms"])
         self.stats["event_to_signal_ms"].append((time.time() - t_recv) * 1e3)
         self.est_rate[:] = 0.0
         for f, r in run_rate.items():
@@ -830,9 +820,23 @@ class EmulationRun:
                       paused=int((self.status == PAUSED).sum()),
                       m_loop=round(self.m_loop, 6), m_signal=round(m_signal, 6), rules=token)
 
-    def _rule(self, f: int, core: int, cls: int) -> dict:
-        a = self.arrays
-        return self._conn_rule((int(a.src[f]), int(a.dst[f]), core), int(self.sport[f]), cls)
+    def _take_conn(self, key: tuple[int, int, int], cls: int) -> int:
+        """An idle connection for ``key`` (one whose rule has class ``cls`` if any), or a
+        new one."""
+        pool = self.idle.get(key)
+        if not pool:
+            return self._new_conn(key)
+        same = [i for i, sport in enumerate(pool) if self.rule_cls.get(sport) == cls]
+        return pool.pop(same[-1] if same else -1)
+
+    def _mark(self, f: int, cls: int, of_ops: list) -> None:
+        """Flow ``f``'s connection is to carry class ``cls``: a rule change in ``of_ops``
+        unless its rule has that class already."""
+        sport = int(self.sport[f])
+        if self.rule_cls.get(sport) != cls:
+            self.rule_cls[sport] = cls
+            key = self.conn_key[sport]
+            of_ops.append((key[2], sport, self._conn_rule(key, sport, cls)))
 
     def _conn_rule(self, key: tuple[int, int, int], sport: int, cls: int) -> dict:
         s, d, h = key
