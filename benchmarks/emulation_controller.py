@@ -125,11 +125,13 @@ def main(argv=None) -> int:
                 handoffs(os.path.join(r.extra["run_dir"], "decisions.jsonl")))
             shutil.rmtree(r.extra["run_dir"], ignore_errors=True)  # the copied logs
             agg.setdefault("events", []).append(r.events)
+            agg.setdefault("flows", []).append(w.arrays.n_flows)
             reports.append(against_simulator(r, policy))
             loads.append(os.getloadavg()[0])
         e = np.concatenate([rep.errors for rep in reports])
         row = {"policy": policy, "hosts": args.hosts, "cores": args.cores,
                "rate_mbit": args.rate, "events": int(sum(agg["events"])),
+               "flows": int(sum(agg["flows"])),
                "load": [min(loads), max(loads)],
                "cct_error": {"median": float(np.median(e)),
                              "p90": float(np.percentile(e, 90))},
@@ -143,8 +145,9 @@ def main(argv=None) -> int:
                              for k in (*STAGES, "total", "rules")}
         out.append(row)
         if not args.json:
-            print(f"{policy:10s} {row['events']} events on {args.hosts}x{args.cores} @ "
-                  f"{args.rate:g} Mbit/s (load {row['load'][0]:.1f}-{row['load'][1]:.1f})")
+            print(f"{policy:10s} {row['events']} events, {row['flows']} flows on "
+                  f"{args.hosts}x{args.cores} @ {args.rate:g} Mbit/s, {args.coflows} coflows "
+                  f"x {len(reports)} seeds (load {row['load'][0]:.1f}-{row['load'][1]:.1f})")
             for k in ("event_to_signal_ms", "event_to_rules_ms", "policy_ms"):
                 v = row[k]
                 print(f"    {k:20s} median {v['median']:7.2f}  p90 {v['p90']:7.2f}  "

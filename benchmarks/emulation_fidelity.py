@@ -103,10 +103,10 @@ def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, lo
                                           mean_cct_ratio, measure)
     chosen = None
     if rate == "auto":
-        from emulate.mininet.calibrate import choose, forwarding_budget
-        budget = forwarding_budget()
-        chosen = choose(workload(seeds[0], hosts, 10e6, coflows, mean_bytes, cores),
-                        budget.budget_bps, rate_free=True)
+        from emulate.mininet.calibrate import choose, forwarding_budget, probe_fabric
+        w0 = workload(seeds[0], hosts, 10e6, coflows, mean_bytes, cores)
+        budget = forwarding_budget(fabric=probe_fabric(w0))
+        chosen = choose(w0, budget.budget_bps, rate_free=True)
         rate = chosen.rates_bps[0]
         log(f"  {budget.describe()}\n  {chosen.describe()}")
     rows = []

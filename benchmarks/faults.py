@@ -210,9 +210,9 @@ class Run:
             pass
 
     def agent_pid(self, host: int) -> int | None:
-        from emulate.mininet.clean import _cmdline
+        from emulate.mininet.clean import command_line
         for pid, marker in self.procs:
-            if marker == "emulate.mininet.agent" and f"--host {host} " in _cmdline(pid) + " ":
+            if marker == "emulate.mininet.agent" and f"--host {host} " in command_line(pid) + " ":
                 return pid
         return None
 

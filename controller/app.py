@@ -314,10 +314,15 @@ def main(argv=None) -> int:
         with open(os.path.join(run_dir, "policy.pkl"), "rb") as fh:
             policy = pickle.load(fh)
         t = time.perf_counter()
-        if isinstance(policy, dict) and policy.get("network") is None:
-            # the redundancy model: copies on the agents, no network policy
+        if isinstance(policy, dict) and policy.get("redundancy"):
+            # the redundancy model: copies on the agents; a network policy only for the
+            # checkpoint transfers
+            from controller.policies import get_policy
             from controller.redundancy.emulation import RedundancyEmulationRun
-            run = RedundancyEmulationRun(cfg, workload, policy["compute"])
+            net = policy.get("network")
+            run = RedundancyEmulationRun(
+                cfg, workload, policy["compute"], None if net is None else
+                (lambda: get_policy(net, **policy.get("options", {}))))
         elif isinstance(policy, dict):
             # a joint run: {"compute": name, "network": name, "options": {...}}
             from controller.joint_runtime import JointEmulationRun

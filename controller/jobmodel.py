@@ -69,7 +69,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from controller.registry import Registry
+from controller.registry import Registry, parse_options
 
 if TYPE_CHECKING:
     from controller.jobs import JointWorkload
@@ -83,7 +83,8 @@ DEFAULT_MODEL = "packing"
 #: task fields only one model reads: field -> (that model, what the field is)
 MODEL_FIELDS = {"moldable": ("moldable", "is moldable"),
                 "delay": ("msjo", "has a shuffle delay"),
-                "work": ("redundancy", "carries redundancy work")}
+                "work": ("redundancy", "carries redundancy work"),
+                "checkpoint_bytes": ("redundancy", "has a checkpoint size")}
 
 #: machine fields only one model reads: field -> (that model, what the field is)
 MACHINE_FIELDS = {"speed": ("redundancy", "has a speed process")}
@@ -129,7 +130,10 @@ class JobModel(ABC):
     Attributes
     ----------
     workload, arrays : the workload and its compute arrays (tasks, stages, machines)
-    policy : str
+    policy : str, as given (with its options, ``srpt+r@assign=sticky``)
+    policy_name : str, without its options
+    options : dict, the policy's options (``NAME@KEY=VALUE``, :func:`~controller.registry.
+        parse_options`); only the keys of :attr:`option_names` are accepted
     preemptive : bool, plans may cut a task into pieces and stop a running piece
     gang : bool, a task's pieces with one start run together (else one at a time)
     tol : float, time tolerance of the run
@@ -138,18 +142,30 @@ class JobModel(ABC):
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
+    #: the options its compute policies take (``policy@KEY=VALUE``); none by default
+    option_names: ClassVar[tuple[str, ...]] = ()
     preemptive: bool = False
     gang: bool = False
     tol: float = 1e-9
     replans: int = 0
 
     def __init__(self, workload: "JointWorkload", policy: str):
-        if not self.runs(policy):
-            raise JobModelError(f"job model {self.name!r} runs no compute policy {policy!r}; "
+        try:
+            name, options = parse_options(policy)
+        except ValueError as e:
+            raise JobModelError(str(e)) from None
+        if not self.runs(name):
+            raise JobModelError(f"job model {self.name!r} runs no compute policy {name!r}; "
                                 f"known: {', '.join(self.policies())}")
+        unknown = [k for k in options if k not in self.option_names]
+        if unknown:
+            raise JobModelError(f"compute policy {name!r} has no option {unknown[0]!r}; "
+                                f"its options: {', '.join(self.option_names) or 'none'}")
         self.workload = workload
         self.arrays = workload.compute.arrays
         self.policy = policy
+        self.policy_name = name
+        self.options = options
 
     @classmethod
     @abstractmethod

@@ -292,7 +292,8 @@ class Residual:
 
 
 def residual(jw: JointWorkload, arcs, active: np.ndarray, coflow: np.ndarray,
-             src: np.ndarray, dst: np.ndarray, remaining: np.ndarray) -> Residual:
+             src: np.ndarray, dst: np.ndarray, remaining: np.ndarray,
+             run_coflows=None) -> Residual:
     """The residual network of a restart, the same for both engines (the joint simulator
     restarts its network simulator on it, the controller its network policy).
 
@@ -306,6 +307,10 @@ def residual(jw: JointWorkload, arcs, active: np.ndarray, coflow: np.ndarray,
     coflow, src, dst : int arrays per run flow
     remaining : float array per run flow
         Bytes the flow still has to send; a flow with none (finished) is left out.
+    run_coflows : list of Coflow, optional
+        The run's coflows, ``active`` indexes them (default ``jw.coflows``; a run whose
+        job model releases coflows of its own appends them: the redundancy model's
+        checkpoint transfers).
 
     Returns
     -------
@@ -317,17 +322,19 @@ def residual(jw: JointWorkload, arcs, active: np.ndarray, coflow: np.ndarray,
     left = {k: [] for k in coflows.tolist()}
     for g in flows.tolist():
         left[int(coflow[g])].append((src[g], dst[g], remaining[g]))
-    return Residual(residual_network(jw, left, arcs), flows.astype(np.int64), coflows)
+    return Residual(residual_network(jw, left, arcs, run_coflows), flows.astype(np.int64),
+                    coflows)
 
 
-def residual_network(jw: JointWorkload, left: dict, arcs) -> Workload:
+def residual_network(jw: JointWorkload, left: dict, arcs, run_coflows=None) -> Workload:
     """The network a restarted network policy sees (built by :func:`residual`): coflow
-    ``k`` (index in ``jw.coflows``) with the flows ``left[k]`` = [(src, dst, bytes still to
-    send)], in that order; the coflow arcs ``(k, k')`` among them and each job's coflows
-    among them."""
+    ``k`` (index in ``run_coflows``, default ``jw.coflows``) with the flows ``left[k]`` =
+    [(src, dst, bytes still to send)], in that order; the coflow arcs ``(k, k')`` among
+    them and each job's coflows among them."""
+    run_coflows = jw.coflows if run_coflows is None else run_coflows
     coflows = []
     for k, flows in left.items():
-        c = jw.coflows[k]
+        c = run_coflows[k]
         coflows.append(Coflow(c.id, tuple(Flow(int(s), int(d), float(b)) for s, d, b in flows),
                               release=c.release, weight=c.weight))
     arcs = [(jw.coflows[x].id, jw.coflows[y].id) for x, y in arcs if x in left and y in left]

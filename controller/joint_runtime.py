@@ -49,7 +49,7 @@ from controller.jobrun import JobDriver, KeepCores, residual
 from controller.jobs import JointWorkload
 from controller.plan import Plan, PlanError, State
 from controller.policies import Policy
-from controller.runtime import IDLE, EmulationRun, RunConfig
+from controller.runtime import EmulationRun, RunConfig
 
 __all__ = ["JointEmulationRun", "ResidualPolicy"]
 
@@ -69,14 +69,19 @@ class ResidualPolicy(Policy):
         self.name = getattr(make_policy(), "name", "") or "network"
         self.restarts = 0
 
-    def restart(self, run: "JointEmulationRun") -> None:
+    def restart(self, run, known=None) -> None:
+        """Restart on ``run``'s residual network: the coflows ``known`` (default: a joint
+        run's, every one but the shuffles not yet opened) that are not done; the run's
+        coflows are ``run.workload.coflows`` (a redundancy run appends its checkpoint
+        transfers there)."""
         a = run.arrays
-        known = ~run.driver.is_shuffle | run.opened
+        if known is None:
+            known = ~run.driver.is_shuffle | run.opened
         # a flow whose last bytes are in flight still needs its plan: at least 1 byte
         remaining = np.where(run.flow_done, 0.0,
                              np.maximum(a.size - run.estimated_rx(), 1.0))
         res = residual(run.jw, a.arcs, known & ~run.lifecycle.done, a.coflow, a.src, a.dst,
-                       remaining)
+                       remaining, run.workload.coflows)
         self.local, self.gmap, self.cmap = res.workload, res.flows, res.coflows
         self.inner = KeepCores(self.make_policy())
         self.inner.start(self.local)
@@ -437,13 +442,7 @@ class JointEmulationRun(EmulationRun):
             dst=np.concatenate([a.dst, [f.dst for f in flows]]).astype(np.int64),
             coflow=np.concatenate([a.coflow, np.full(n, k)]).astype(np.int64),
             size=np.concatenate([a.size, [float(f.bytes) for f in flows]]))
-        pad = {"status": IDLE, "rx": 0.0, "est_base": 0.0, "est_t": 0.0, "est_rate": 0.0,
-               "pinned": -1, "cls": -1, "pace": np.nan, "sport": -1, "flow_done": False,
-               "flow_completion": np.nan, "started_at": np.nan, "seg_t": np.nan,
-               "seg_rx": 0.0}
-        for name, v in pad.items():
-            old = getattr(self, name)
-            setattr(self, name, np.concatenate([old, np.full(n, v, dtype=old.dtype)]))
+        self._grow_flows(n)
         self.lifecycle.add_flows(self.arrays, k, n)
 
     # ------------------------------------------------------------------ result

@@ -180,6 +180,23 @@ class CoflowLifecycle:
         self.left[k] += n
         self.eligible = np.concatenate([self.eligible, np.full(n, bool(self.ready[k]))])
 
+    def add_coflows(self, arrays: FlowArrays, n: int) -> None:
+        """``arrays`` are the run's flows with ``n`` new coflows (and their flows) appended,
+        released now, without predecessors (coflows a run makes at run time: the
+        redundancy model's checkpoint transfers); they are ready after
+        :meth:`make_ready`."""
+        self.arrays = arrays
+        nf = len(arrays.size) - len(self.eligible)
+        grow = {"released": True, "ready": False, "done": False, "completion": np.nan,
+                "preds_left": 0, "gated": False, "_due": True}
+        for name, v in grow.items():
+            old = getattr(self, name)
+            setattr(self, name, np.concatenate([old, np.full(n, v, dtype=old.dtype)]))
+        self.left = np.concatenate([self.left, np.bincount(
+            arrays.coflow[-nf:] - (arrays.n_coflows - n), minlength=n).astype(np.int64)
+            if nf else np.zeros(n, dtype=np.int64)])
+        self.eligible = np.concatenate([self.eligible, np.zeros(nf, dtype=np.bool_)])
+
     # ---------------------------------------------------------------- the policy's view
     def state(self, time: float, event: str, workload: Workload, remaining: np.ndarray,
               sent: np.ndarray, flow_done: np.ndarray, core: np.ndarray, *,

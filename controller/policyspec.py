@@ -7,9 +7,9 @@ A joint workload (machines, stages, jobs and coflows: ``controller.jobs``) runs 
 :mod:`controller.policies`) schedules the flows. Each half is a registered name or a
 plug-in ``package.module:Class``; a plug-in path contains no ``+``, so the spec splits at
 its first ``+`` (``psrs+mymod:MyPolicy``, ``mymod:MyCompute+sebf``), except where a
-compute policy's own name has one (the redundancy model's ``srpt+r``, ``laps+r:0.3``):
-a spec that is a compute policy as a whole is one, and ``srpt+r+sebf`` splits after the
-longest compute name.
+compute policy's own name has one (the redundancy model's ``srpt+r``,
+``laps+r@beta=0.3``): a spec that is a compute policy as a whole is one, and
+``srpt+r+sebf`` splits after the longest compute name.
 
 The compute half is a policy of some job model (:mod:`controller.jobmodel`: the packing
 model's :mod:`controller.compute` policies, the moldable model's ``demt``, ``gang``, ...;
@@ -28,6 +28,12 @@ A spec without ``+`` names one policy:
 
 A name in both registries (``fifo``) is the network policy.
 
+Each half may carry options, ``NAME@KEY=VALUE[@KEY=VALUE...]`` (:func:`parse_options`):
+``sebf@allocation=sincronia-offline``, ``srpt+r@assign=sticky+sebf``. The halves keep
+them; :func:`~controller.policies.get_policy` gives a network policy its options, a job
+model reads its compute policy's (:attr:`JobModel.options
+<controller.jobmodel.JobModel.options>`).
+
 Examples
 --------
 >>> split_policy("synchpack-3+lp-coflow")
@@ -38,6 +44,8 @@ PolicySpec(compute='fifo', network='sebf')
 PolicySpec(compute='synchpack-3', network=None)
 >>> split_policy("srpt+r")
 PolicySpec(compute='srpt+r', network=None)
+>>> split_policy("synchpack-3+lp-coflow@mode=online")
+PolicySpec(compute='synchpack-3', network='lp-coflow@mode=online')
 """
 from __future__ import annotations
 
@@ -46,8 +54,10 @@ from typing import NamedTuple
 from controller.compute import compute_policies
 from controller.policies import PolicyError
 from controller.policies.base import catalogue
+from controller.registry import parse_options
 
-__all__ = ["DEFAULT_COMPUTE", "PolicySpec", "split_policy", "model_policies"]
+__all__ = ["DEFAULT_COMPUTE", "PolicySpec", "split_policy", "model_policies", "parse_options",
+           "base_name"]
 
 #: compute policy used when a joint workload is run under a plain network policy name
 DEFAULT_COMPUTE = "fifo"
@@ -77,18 +87,26 @@ def model_policies() -> list[str]:
     return list(names)
 
 
+def base_name(spec: str) -> str:
+    """A policy name without its options (``lp-coflow@mode=online`` -> ``lp-coflow``)."""
+    return spec.partition("@")[0]
+
+
 def _is_compute(name: str) -> bool:
     """Whether some job model runs ``name`` (a built-in name, or a plug-in a model takes:
     :meth:`JobModel.runs <controller.jobmodel.JobModel.runs>`)."""
     from controller.jobmodel import job_models
-    return _builtin(name) or any(cls.runs(name) for cls in job_models().values())
+    return _builtin(name) or any(cls.runs(base_name(name)) for cls in job_models().values())
 
 
 def _builtin(name: str) -> bool:
     """Whether ``name`` is a compute policy of a built-in kind, without loading plug-ins:
-    a packing policy, or a name another job model runs (``srpt+r``, ``laps+r:0.3``: a
-    name with a ``+`` or a colon that is not a plug-in path)."""
+    a packing policy, or a name another job model runs (``srpt+r``, ``laps+r@beta=0.3``:
+    a name with a ``+`` that is not a plug-in path)."""
     from controller.jobmodel import DEFAULT_MODEL, job_models
+    if "+" in name.partition("@")[2]:
+        return False                        # options, then "+": two halves
+    name = base_name(name)
     return name in compute_policies() or any(
         cls.runs(name) for model, cls in job_models().items() if model != DEFAULT_MODEL)
 
@@ -107,7 +125,7 @@ def split_policy(spec: str) -> PolicySpec:
         a compute policy; a ``module:Class`` that cannot be loaded.
     """
     if "+" in spec and _builtin(spec):
-        return PolicySpec(spec, None)       # a compute name with a "+" (srpt+r, laps+r:0.3)
+        return PolicySpec(spec, None)       # a compute name with a "+" (srpt+r, laps+r)
     for k in [i for i, ch in enumerate(spec) if ch == "+"][1:][::-1]:
         if spec[k + 1:] and _builtin(spec[:k]):
             return PolicySpec(spec[:k], spec[k + 1:])   # srpt+r+sebf: longest compute name
@@ -116,7 +134,7 @@ def split_policy(spec: str) -> PolicySpec:
         if ":" in spec:
             return PolicySpec(spec, None) if _is_compute(spec) else \
                 PolicySpec(DEFAULT_COMPUTE, spec)
-        if spec in catalogue():
+        if base_name(spec) in catalogue():
             return PolicySpec(DEFAULT_COMPUTE, spec)
         if _is_compute(spec):
             return PolicySpec(spec, None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-__all__ = ["Registry"]
+__all__ = ["Registry", "parse_options"]
 
 
 class Registry:
@@ -52,3 +52,53 @@ class Registry:
         for mod in pkgutil.iter_modules(pkg.__path__):
             importlib.import_module(f"{self.package}.{mod.name}")
         return dict(sorted(self._classes.items()))
+
+
+def parse_options(spec: str) -> tuple[str, dict]:
+    """Split a policy name with options, ``NAME@KEY=VALUE[@KEY=VALUE...]``, into the name
+    and its options.
+
+    Any policy name takes options this way wherever a name is accepted (``--policy``,
+    ``compare --policies``, a sweep spec's ``specs``, each half of ``compute+network``):
+    ``sebf@allocation=sincronia-offline``, ``lp-coflow@mode=online@objective=jobs``,
+    ``srpt+r@assign=sticky+sebf``. A value is typed as it reads: ``true``/``false`` a
+    bool, an integer an int, a number a float (``1e6``), anything else a string.
+
+    Raises
+    ------
+    ValueError
+        An empty name, an option without ``=`` or without a key, a key given twice.
+
+    Examples
+    --------
+    >>> parse_options("aalo@first_threshold=1e6@queues=4")
+    ('aalo', {'first_threshold': 1000000.0, 'queues': 4})
+    >>> parse_options("sebf")
+    ('sebf', {})
+    """
+    name, *items = spec.split("@")
+    if not name:
+        raise ValueError(f"no policy name before '@' in {spec!r}")
+    options: dict = {}
+    for item in items:
+        key, eq, text = item.partition("=")
+        key = key.strip()
+        if not eq or not key.isidentifier():
+            raise ValueError(f"policy option {item!r} in {spec!r}: write KEY=VALUE "
+                             f"after '@' (e.g. lp-coflow@mode=online)")
+        if key in options:
+            raise ValueError(f"policy option {key!r} given twice in {spec!r}")
+        options[key] = _typed(text.strip())
+    return name, options
+
+
+def _typed(text: str):
+    """An option's value as it reads: bool, int, float, else the string."""
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text

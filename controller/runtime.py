@@ -173,6 +173,17 @@ class EmulationRun:
         self._dlock = threading.Lock()
         self._dlog = open(f"{cfg.run_dir}/decisions.jsonl", "a", buffering=1)
 
+    def _grow_flows(self, n: int) -> None:
+        """``n`` flows were appended to :attr:`arrays` (made at run time): extend every
+        per-flow array with an idle flow's state."""
+        pad = {"status": IDLE, "rx": 0.0, "est_base": 0.0, "est_t": 0.0, "est_rate": 0.0,
+               "pinned": -1, "cls": -1, "pace": np.nan, "sport": -1, "flow_done": False,
+               "flow_completion": np.nan, "started_at": np.nan, "seg_t": np.nan,
+               "seg_rx": 0.0}
+        for name, v in pad.items():
+            old = getattr(self, name)
+            setattr(self, name, np.concatenate([old, np.full(n, v, dtype=old.dtype)]))
+
     # ------------------------------------------------------------------ time
     def now_w(self, t: float | None = None) -> float:
         """Workload time (seconds) of wall time ``t`` (default: now)."""

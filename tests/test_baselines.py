@@ -346,3 +346,47 @@ def test_fb2010_sebf_beats_fifo_and_fair_by_a_wide_margin():
     avg = fb2010_average_cct()
     assert avg["sebf"] * 2 < avg["fifo"], avg
     assert avg["sebf"] * 2 < avg["fair"], avg
+
+
+@pytest.mark.parametrize("spec, name, options", [
+    ("sebf", "sebf", {}),
+    ("aalo@first_threshold=1e6@queues=4", "aalo", {"first_threshold": 1e6, "queues": 4}),
+    ("x@flag=true@off=FALSE@s=sincronia-offline", "x",
+     {"flag": True, "off": False, "s": "sincronia-offline"}),
+    ("mod.sub:Cls@k=-2", "mod.sub:Cls", {"k": -2}),
+])
+def test_parse_options_types_values_as_they_read(spec, name, options):
+    from controller.registry import parse_options
+    got = parse_options(spec)
+    assert got == (name, options)
+    assert [type(v) for v in got[1].values()] == [type(v) for v in options.values()]
+
+
+@pytest.mark.parametrize("spec", ["@k=1", "sebf@", "sebf@k", "sebf@=1", "sebf@k=1@k=2",
+                                  "sebf@1k=2"])
+def test_parse_options_refuses_malformed_options(spec):
+    from controller.registry import parse_options
+    with pytest.raises(ValueError):
+        parse_options(spec)
+
+
+def test_get_policy_names_the_options_a_policy_takes_when_given_another():
+    with pytest.raises(PolicyError, match="its options: allocation='varys'"):
+        get_policy("sebf@allocation_mode=x")
+    with pytest.raises(PolicyError, match="its options: none"):
+        get_policy("fifo@anything=1")
+    p = get_policy("sebf@allocation=varys")    # the default: the label is the bare name
+    assert p.label == "sebf"
+    assert get_policy("aalo", queues=3).label == "aalo@queues=3"
+
+
+@pytest.mark.parametrize("spec, halves", [
+    ("srpt+r@assign=sticky+sebf", ("srpt+r@assign=sticky", "sebf")),
+    ("synchpack-3+lp-coflow@mode=online", ("synchpack-3", "lp-coflow@mode=online")),
+    ("srpt+r+sebf@allocation=varys", ("srpt+r", "sebf@allocation=varys")),
+    ("lp-coflow@mode=online", ("fifo", "lp-coflow@mode=online")),
+    ("laps+r@beta=0.3", ("laps+r@beta=0.3", None)),
+])
+def test_split_policy_keeps_each_halfs_options(spec, halves):
+    from controller.policyspec import split_policy
+    assert tuple(split_policy(spec)) == halves

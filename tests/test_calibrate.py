@@ -144,3 +144,86 @@ def test_rate_auto_misuse_is_one_error_line_and_exit_2(tmp_path, extra, says):
     assert r.returncode == 2 and r.stdout == ""
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], r.stderr
+
+
+# ------------------------------------------------------------------ the kernel datapath
+def test_the_kernel_datapath_is_chosen_where_its_module_is_or_loads(monkeypatch):
+    """topologies.mininet_topo.choose_datapath, as scripts/setup-system.sh decides: the
+    kernel datapath when the openvswitch module is loaded or modprobe loads it, the
+    userspace one otherwise (this VM: no module, 'user')."""
+    import subprocess
+
+    import topologies.mininet_topo as topo
+    loaded = {"now": False}
+    monkeypatch.setattr(topo.os.path, "isdir",
+                        lambda p: loaded["now"] and p == "/sys/module/openvswitch")
+    monkeypatch.setattr(topo.shutil, "which", lambda name: "/sbin/modprobe")
+
+    def modprobe(cmd, **kw):
+        assert cmd == ["modprobe", "openvswitch"]
+        loaded["now"] = loads
+        return subprocess.CompletedProcess(cmd, 0 if loads else 1)
+    monkeypatch.setattr(topo.subprocess, "run", modprobe)
+    loads = False
+    assert topo.choose_datapath() == "user"
+    loads = True
+    assert topo.choose_datapath() == "kernel"            # loaded by modprobe
+    assert topo.choose_datapath() == "kernel"            # already loaded
+
+
+def test_rate_auto_takes_the_figure_of_the_datapath_the_run_uses(monkeypatch, tmp_path):
+    """The calibration cache has one figure per datapath; ``forwarding_budget`` looks up
+    (or measures, with that datapath) the one ``choose_datapath`` gives, which is the one
+    the engine builds its switches with."""
+    import emulate.mininet.calibrate as cal
+    import topologies.mininet_topo as topo
+    path = str(tmp_path / "forwarding.json")
+    write_cache(budget(datapath="user", forwarded_bps=412e6, budget_bps=206e6), path)
+    measured = []
+
+    def measure(seconds, *, datapath, hosts, cores):
+        assert (hosts, cores) == (4, 2)
+        measured.append(datapath)
+        return budget(datapath=datapath, forwarded_bps=4e9, budget_bps=2e9)
+    monkeypatch.setattr(cal, "measure_forwarding", measure)
+    monkeypatch.setattr(topo, "choose_datapath", lambda: "user")
+    b = cal.forwarding_budget(path=path)
+    assert (b.datapath, b.budget_bps, b.source, measured) == ("user", 206e6, "cached", [])
+    monkeypatch.setattr(topo, "choose_datapath", lambda: "kernel")
+    b = cal.forwarding_budget(path=path)                 # no kernel figure yet: measured
+    assert (b.datapath, b.budget_bps, measured) == ("kernel", 2e9, ["kernel"])
+    b = cal.forwarding_budget(path=path)                 # and kept beside the user one
+    assert (b.source, measured) == ("cached", ["kernel"])
+    assert read_cache(path, datapath="user").budget_bps == 206e6
+    # the choice follows the figure: 16 x 4 at 10 Mbit/s needs no time scale at 2 Gbit/s
+    assert choose(spread(16, 4, 10e6), b.budget_bps).time_scale == 1
+    assert choose(spread(16, 4, 10e6), 206e6).time_scale == 4
+
+
+def test_the_figure_is_kept_per_fabric_size_and_a_run_probes_its_own(monkeypatch, tmp_path):
+    """The userspace datapath's one thread polls every port: the budget of a 4 x 2 probe
+    would overbook a larger fabric, so a run's figure comes from a probe on its own size
+    (at least 4 x 2) and is cached under that size."""
+    import emulate.mininet.calibrate as cal
+    from emulate.mininet.calibrate import cache_key, probe_fabric
+    assert probe_fabric(spread(32, 4, 1e6)) == (32, 4)
+    assert probe_fabric(spread(2, 1, 1e6)) == (4, 2)          # the smallest probe
+    assert cache_key("user") == "user" and cache_key("user", (32, 4)) == "user 32x4"
+    path = str(tmp_path / "forwarding.json")
+    write_cache(budget(forwarded_bps=387e6, budget_bps=193.5e6), path)
+    probed = []
+
+    def measure(seconds, *, datapath, hosts, cores):
+        probed.append((hosts, cores))
+        return budget(forwarded_bps=164e6, budget_bps=82e6, fabric=(hosts, cores))
+    monkeypatch.setattr(cal, "measure_forwarding", measure)
+    b = cal.forwarding_budget(datapath="user", fabric=(32, 4), path=path)
+    assert (b.budget_bps, b.fabric, probed) == (82e6, (32, 4), [(32, 4)])
+    b = cal.forwarding_budget(datapath="user", fabric=(32, 4), path=path)
+    assert (b.source, probed) == ("cached", [(32, 4)])         # kept under its size
+    assert cal.forwarding_budget(datapath="user", path=path).budget_bps == 193.5e6
+    assert read_cache(path, datapath="user", fabric=(16, 4)) is None
+    assert "on 32 x 4" in b.describe()
+    # 32 x 4 at 1 Mbit/s offers 134 Mbit/s: inside 4 x 2's budget, not inside 32 x 4's
+    w = spread(32, 4, 1e6)
+    assert choose(w, 193.5e6).time_scale == 1 and choose(w, 82e6).time_scale == 2

@@ -130,7 +130,7 @@ def test_cores_and_rate_overrides_take_human_units(runner, tmp_path, rate, bps):
 
 def test_mode_option_reaches_lp_policies_and_is_ignored_by_others(runner, wfile):
     online = run_json(runner, wfile, "--policy", "lp-flow", "--mode", "online", "--no-lp-bound")
-    assert online["policy"] == "lp-flow"
+    assert online["policy"] == "lp-flow@mode=online"
     fifo = run_json(runner, wfile, "--policy", "fifo", "--mode", "online", "--no-lp-bound")
     assert fifo["policy"] == "fifo"
 

@@ -139,6 +139,23 @@ def test_gantt_draws_the_segments_a_run_wrote(files):
     assert (files / "g.png").read_bytes().startswith(PNG)
 
 
+def test_policy_options_in_the_name_reach_the_policy_and_name_its_record(files):
+    """``NAME@KEY=VALUE``: the option changes the run (aalo's first queue threshold
+    decides which coflows are demoted) and the record is labelled with it."""
+    docs = {p: one_json_document(coflowemu("run", files / "w.json", "--policy", p,
+                                           "--json", "--no-lp-bound"))
+            for p in ("aalo", "aalo@first_threshold=1000", "lp-coflow@mode=online")}
+    assert docs["aalo"]["policy"] == "aalo"
+    assert docs["aalo@first_threshold=1000"]["policy"] == "aalo@first_threshold=1000"
+    assert docs["lp-coflow@mode=online"]["policy"] == "lp-coflow@mode=online"
+    ccts = {p: [c["cct"] for c in d["coflows"]] for p, d in docs.items()}
+    assert ccts["aalo"] != ccts["aalo@first_threshold=1000"]
+    same = one_json_document(coflowemu("run", files / "w.json", "--policy", "lp-coflow",
+                                       "--mode", "online", "--json", "--no-lp-bound"))
+    assert same["policy"] == "lp-coflow@mode=online"
+    assert [c["cct"] for c in same["coflows"]] == ccts["lp-coflow@mode=online"]
+
+
 def test_policies_lists_network_and_compute_policies_on_stdout(files):
     out = coflowemu("policies")
     assert out.returncode == 0 and out.stderr == ""
@@ -151,7 +168,14 @@ def test_policies_lists_network_and_compute_policies_on_stdout(files):
     ["run", "w.json", "--policy", "no-such-policy", "--json"],
     ["run", "w.json", "--rate", "fast", "--json"],
     ["bound", "mr.json", "--lp", "flow", "--json"],
-], ids=["missing-file", "unknown-policy", "bad-rate", "wrong-lp"])
+    ["run", "w.json", "--policy", "sebf@no_such_option=1", "--json"],
+    ["run", "w.json", "--policy", "sebf@allocation", "--json"],
+    ["run", "w.json", "--policy", "aalo@queues=0", "--json"],
+    ["run", "w.json", "--policy", "lp-coflow@mode=online", "--mode", "offline", "--json"],
+    ["run", "mr.json", "--policy", "fifo@x=1+sebf", "--json"],
+], ids=["missing-file", "unknown-policy", "bad-rate", "wrong-lp", "unknown-option",
+        "option-without-value", "bad-option-value", "option-given-twice",
+        "compute-option-not-taken"])
 def test_bad_input_exits_2_with_one_line_on_stderr_and_nothing_on_stdout(files, args):
     out = coflowemu(*args, cwd=files)
     assert out.returncode == 2, (out.stdout, out.stderr)

@@ -2,7 +2,8 @@
 
 The parts that need no root run everywhere (the controller process against fake
 switches and fake agents over its real sockets); the parts that build a Mininet network
-are skipped without root and must run under ``flock /tmp/coflowemu-mininet.lock``.
+are skipped without root (each run takes the machine's Mininet lock itself:
+:mod:`emulate.mininet.lock`).
 """
 from __future__ import annotations
 
@@ -108,9 +109,9 @@ def two_coflows():
 
 
 def agent_pid(run_dir: str, host: int) -> int | None:
-    from emulate.mininet.clean import _cmdline, read_state
+    from emulate.mininet.clean import command_line, read_state
     for pid, marker in read_state(run_dir).get("procs", []):
-        if marker == "emulate.mininet.agent" and f"--host {host} " in _cmdline(pid) + " ":
+        if marker == "emulate.mininet.agent" and f"--host {host} " in command_line(pid) + " ":
             return pid
     return None
 

@@ -16,7 +16,7 @@ from controller.redundancy.speed import constant, from_points
 from redundancy_verifier import RecordError, run_records, verify
 
 CLI = str(Path(sys.executable).with_name("coflowemu"))
-ALL = ["srpt+r", "srpt", "fair+r", "fair-share", "laps+r", "laps", "laps+r:0.2", "laps:1"]
+ALL = ["srpt+r", "srpt", "fair+r", "fair-share", "laps+r", "laps", "laps+r@beta=0.2", "laps@beta=1"]
 
 
 def inst(arrivals, works, speed):
@@ -50,9 +50,9 @@ def test_laps_serves_the_ceil_beta_n_newest():
     assert copies("laps", [0, 1, 2, 3], 5) == [(2, 0, 1.0), (3, 1, 1.0)]
     # k = ceil(0.5 * 10) = 5 > N = 2: fair+r on the 5 newest (q = 2, the oldest of them waits)
     assert [c[0] for c in copies("laps+r", list(range(10)), 2)] == [6, 7, 8, 9]
-    assert copies("laps+r:1", list(range(7)), 3) == copies("fair+r", list(range(7)), 3)
+    assert copies("laps+r@beta=1", list(range(7)), 3) == copies("fair+r", list(range(7)), 3)
     with pytest.raises(ValueError, match="beta"):
-        copies("laps+r:0", [0], 1)
+        copies("laps+r@beta=0", [0], 1)
 
 
 @given(st.sampled_from(list(POLICIES)), st.integers(1, 40), st.integers(1, 9),
@@ -202,7 +202,7 @@ def workload(tmp_path, **extra):
     return p
 
 
-@pytest.mark.parametrize("policy", ["srpt+r", "fair-share", "laps+r:0.3"])
+@pytest.mark.parametrize("policy", ["srpt+r", "fair-share", "laps+r@beta=0.3"])
 def test_cli_run_writes_flowtimes_and_verifiable_segments(tmp_path, policy):
     w = workload(tmp_path)
     seg = tmp_path / "seg.jsonl"
@@ -316,7 +316,7 @@ def test_the_verifier_rejects_tampered_records(tamper):
 def test_a_plus_inside_a_redundancy_policy_name_is_not_the_compute_network_separator():
     from controller.policyspec import split_policy
     assert split_policy("srpt+r") == ("srpt+r", None)
-    assert split_policy("laps+r:0.3") == ("laps+r:0.3", None)
+    assert split_policy("laps+r@beta=0.3") == ("laps+r@beta=0.3", None)
     assert split_policy("fair+r+sebf") == ("fair+r", "sebf")
     assert split_policy("srpt+sebf") == ("srpt", "sebf")
     assert split_policy("psrs+lp-coflow") == ("psrs", "lp-coflow")

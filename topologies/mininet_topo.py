@@ -20,9 +20,16 @@ Rates: every link of core ``c`` runs at ``rates[c]`` bits/s, enforced by an HTB 
 the switch end the downlink = output port). The tree is given by a ``qdisc`` function
 (``intf, rate_bps -> tc batch lines``): :func:`htb_single_class` by default, the
 controller's strict-priority tree (:func:`controller.classes.htb_priority_tree`) for
-emulation runs. tc runs once per namespace in ``tc -batch`` mode, which is what keeps
-building a 16 x 4 network to a few seconds (Mininet's ``TCLink`` runs several ``tc``
-processes per interface).
+emulation runs.
+
+Building costs one process per batch, not per interface: every veth pair of the fabric
+is created by one ``ip -batch`` in the root namespace (host ends straight into their
+host's namespace, fixed MAC addresses from :func:`intf_mac`), and each host is configured
+by one shell command line (addresses, rules, routes, offloads) and one ``tc -batch``,
+all hosts at once. Mininet's own ``Link`` runs four to six commands per link, one after
+another (``ip link add``, ``ifconfig`` for the address, the state and the switch end),
+and ``TCLink`` several ``tc`` processes per interface: on the 2-core VM that was 12.8 s
+to build 32 x 4, most of it waiting for those commands.
 
 Self traffic (a flow from a host to itself) crosses the switch too, as the fabric model
 says it does (:func:`hairpin_commands`).
@@ -81,6 +88,13 @@ def core_address(host: int, core: int) -> str:
     return f"10.{core + 1}.{host // 254}.{host % 254 + 1}"
 
 
+def intf_mac(host: int, core: int, switch_side: bool = False) -> str:
+    """MAC address of ``host``'s interface on ``core`` (or of the switch port facing it):
+    locally administered, unique in the fabric, known before the interface exists."""
+    return (f"02:cf:{core & 0xff:02x}:{host >> 8 & 0xff:02x}:{host & 0xff:02x}:"
+            f"{1 if switch_side else 0:02x}")
+
+
 def dpid_of(core: int) -> int:
     return DPID_BASE + core + 1
 
@@ -110,10 +124,12 @@ def htb_single_class(intf: str, rate_bps: float) -> list[str]:
 
 
 try:  # Mininet is an optional dependency (extras "emulation").
+    from mininet.link import Intf, Link
+    from mininet.net import Mininet
     from mininet.node import OVSSwitch, RemoteController
     from mininet.topo import Topo
 except ImportError:  # pragma: no cover - without mininet only the helpers above work
-    Topo = object
+    Topo = Intf = Link = Mininet = object
     OVSSwitch = RemoteController = None
 
 
@@ -144,7 +160,46 @@ class ParallelTopo(Topo):
             for c in range(cores):
                 self.addLink(host_name(i), switch_name(c), port1=c, port2=switch_port(i),
                              intfName1=host_intf(i, c), intfName2=switch_intf(i, c),
+                             addr1=intf_mac(i, c), addr2=intf_mac(i, c, switch_side=True),
                              params1={"ip": f"{core_address(i, c)}/16"})
+
+
+class _Intf(Intf):
+    """An interface configured later, with its host's others, by :func:`configure_hosts`
+    (Mininet's ``Intf`` runs ``ifconfig`` two or three times on creation)."""
+
+    def config(self, mac=None, ip=None, **_params):
+        if ip:
+            self.ip, self.prefixLen = ip.split("/")
+        return {}
+
+
+class _Link(Link):
+    """A veth pair that :class:`_Network` creates with all the others in one batch."""
+
+    def __init__(self, node1, node2, **params):
+        params["intf"] = _Intf       # Mininet.addLink passes its own default
+        super().__init__(node1, node2, fast=True, **params)
+
+    @classmethod
+    def makeIntfPair(cls, *args, **kwargs):
+        return None
+
+
+class _Network(Mininet):
+    """Mininet with the veth pairs made in one ``ip -batch`` once every link is known,
+    and the hosts configured by :func:`configure_hosts` instead of one by one."""
+
+    def buildFromTopo(self, topo=None):
+        super().buildFromTopo(topo)
+        # the switch end in the root namespace, the host end straight into the host's
+        _run_batches([(subprocess.Popen, ["ip", "-batch", "-"], [
+            f"link add name {link.intf2.name} address {link.intf2.mac} type veth peer name "
+            f"{link.intf1.name} address {link.intf1.mac} netns {link.intf1.node.pid}"
+            for link in self.links] + [f"link set {link.intf2.name} up" for link in self.links])])
+
+    def configHosts(self):
+        return None
 
 
 class _Controller(RemoteController if RemoteController else object):
@@ -168,22 +223,22 @@ def build_network(topo: ParallelTopo, controller_port: int, *, datapath: str | N
     """
     from functools import partial
 
-    from mininet.link import Link
-    from mininet.net import Mininet
-
     if os.geteuid() != 0:
         raise PermissionError("building a Mininet network needs root")
     # Mininet.init() would raise rlimits and rewrite system-wide sysctls (tcp_wmem, ...)
     # that nothing restores; the emulation needs none of it.
     Mininet.inited = True
     datapath = datapath or choose_datapath()
+    # batch: every bridge and port in one ovs-vsctl process (Mininet's batchStartup).
+    # Without it each switch writes its ovs-vsctl line to its shell's terminal, whose line
+    # buffer (4096 bytes) cut the line of a switch with 64 ports: no bridges at 64 x 2.
     switch = partial(OVSSwitch, datapath=datapath, protocols="OpenFlow13",
-                     failMode="secure", reconnectms=1000)
+                     failMode="secure", reconnectms=1000, batch=True)
     # with a Unix socket, the bridges start without a controller and get it in one
     # ovs-vsctl call (Mininet writes every target as protocol:ip:port)
     ctrl = _Controller("c0", ip=controller_ip, port=controller_port) \
         if controller_path is None else None
-    net = Mininet(topo=topo, switch=switch, controller=ctrl, link=Link, build=False,
+    net = _Network(topo=topo, switch=switch, controller=ctrl, link=_Link, build=False,
                   autoSetMacs=False, autoStaticArp=False, waitConnected=False,
                   inNamespace=False)
     try:
@@ -212,32 +267,46 @@ def build_network(topo: ParallelTopo, controller_port: int, *, datapath: str | N
 
 
 def configure_hosts(net, topo: ParallelTopo, qdisc) -> None:
-    """Offloads off, IPv6 off, hairpin routes, and the rate trees on both link ends."""
-    root_lines = []
+    """Addresses, IPv6 off, hairpin routes, offloads off, and the rate trees on both link
+    ends: per host one ``ip -batch``, one ``tc -batch`` and one shell command line, the
+    hosts all at once (module docstring)."""
+    ip_batches, tc_batches, shells, root_tc = [], [], [], []
     for i in range(topo.n_hosts):
         h = net.get(host_name(i))
-        lines = []
-        cmds = ["sysctl -qw net.ipv6.conf.all.disable_ipv6=1 "
-                "net.ipv6.conf.default.disable_ipv6=1 net.ipv4.conf.all.accept_local=1 "
-                "net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 "
-                "net.ipv4.tcp_slow_start_after_idle=0 net.ipv4.tcp_congestion_control=cubic",
-                # local delivery after our hairpin rules (see hairpin_commands)
-                "ip rule add pref 1000 lookup local", "ip rule del pref 0 lookup local"]
+        ip = ["link set lo up",
+              # local delivery after our hairpin rules (see hairpin_commands)
+              "rule add pref 1000 lookup local", "rule del pref 0 lookup local"]
+        tc = []
+        sysctl = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1",
+                  "net.ipv4.conf.all.accept_local=1", "net.ipv4.conf.all.rp_filter=0",
+                  "net.ipv4.conf.default.rp_filter=0", "net.ipv4.tcp_slow_start_after_idle=0",
+                  "net.ipv4.tcp_congestion_control=cubic"]
+        ethtool = []
         for c in range(topo.n_cores):
             intf = host_intf(i, c)
-            cmds.append(f"ethtool -K {intf} tx off rx off tso off gso off gro off "
-                        f">/dev/null 2>&1")
-            cmds += hairpin_commands(i, c, h.intf(intf).MAC())
-            lines += qdisc(intf, topo.rates[c])
-            root_lines += qdisc(switch_intf(i, c), topo.rates[c])
-        _tc_batch(lines, run=lambda text, h=h: _host_tc(h, text))
-        out = h.cmd("; ".join(cmds) + "; ip rule | grep -c 'lookup 1'")
+            ip += [f"addr add {core_address(i, c)}/16 dev {intf}", f"link set {intf} up"]
+            keys, lines = hairpin_commands(i, c, intf_mac(i, c))
+            sysctl += keys
+            ip += lines
+            ethtool.append(f"ethtool -K {intf} tx off rx off tso off gso off gro off "
+                           f">/dev/null 2>&1")
+            tc += qdisc(intf, topo.rates[c])
+            root_tc += qdisc(switch_intf(i, c), topo.rates[c])
+        ip_batches.append((h.popen, ["ip", "-batch", "-"], ip))
+        tc_batches.append((h.popen, ["tc", "-force", "-batch", "-"], tc))
+        shells.append((h, "; ".join([f"sysctl -qw {' '.join(sysctl)}", *ethtool,
+                                     "ip rule | grep -c 'lookup 1'"])))
+    _run_batches(ip_batches + tc_batches +
+                 [(subprocess.Popen, ["tc", "-force", "-batch", "-"], root_tc)])
+    for h, line in shells:
+        h.sendCmd(line)
+    for h, _ in shells:
+        out = h.waitOutput()
         if out.strip().splitlines()[-1:] != [str(topo.n_cores)]:
             raise RuntimeError(f"configuring {h.name} failed: {out.strip()}")
-    _tc_batch(root_lines, run=_root_tc)
 
 
-def hairpin_commands(host: int, core: int, mac: str) -> list[str]:
+def hairpin_commands(host: int, core: int, mac: str) -> tuple[list[str], list[str]]:
     """Make traffic from a host to its own address on ``core`` cross that core's switch.
 
     The fabric model charges a flow from server ``i`` to itself to ``i``'s uplink and
@@ -246,34 +315,40 @@ def hairpin_commands(host: int, core: int, mac: str) -> list[str]:
     interface (policy rule before the local table, a static neighbour entry for the own
     MAC), the switch sends them back through the input port (``OFPP_IN_PORT``), and
     ``accept_local`` lets the host take packets with its own source address.
+
+    Returns ``(sysctl settings, ip -batch lines)``.
     """
     intf, addr, table = host_intf(host, core), core_address(host, core), 100 + core
-    return [f"sysctl -qw net.ipv4.conf.{intf}.accept_local=1 net.ipv4.conf.{intf}.rp_filter=0",
-            f"ip rule add pref 500 iif lo to {addr} lookup {table}",
-            f"ip route add {addr}/32 dev {intf} table {table}",
-            f"ip neigh replace {addr} lladdr {mac} dev {intf} nud permanent"]
+    return ([f"net.ipv4.conf.{intf}.accept_local=1", f"net.ipv4.conf.{intf}.rp_filter=0"],
+            [f"rule add pref 500 iif lo to {addr} lookup {table}",
+             f"route add {addr}/32 dev {intf} table {table}",
+             f"neigh replace {addr} lladdr {mac} dev {intf} nud permanent"])
 
 
-def _root_tc(text: str) -> str:
-    r = subprocess.run(["tc", "-force", "-batch", "-"], input=text, capture_output=True,
-                       text=True)
-    return f"{r.stderr}rc={r.returncode}"
-
-
-def _host_tc(host, text: str) -> str:
-    p = host.popen(["tc", "-force", "-batch", "-"], stdin=subprocess.PIPE,
-                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    out, _ = p.communicate(text.encode())
-    return f"{out.decode(errors='replace')}rc={p.wait()}"
-
-
-def _tc_batch(lines: list[str], run) -> None:
-    """Run tc's batch of ``lines`` (on its standard input: no file a kill could leave)."""
-    if not lines:
-        return
-    out = run("\n".join(lines) + "\n")
-    if "rc=0" not in out:
-        raise RuntimeError(f"tc -batch failed: {out.strip()}")
+def _run_batches(batches) -> None:
+    """Run ``(popen, argv, lines)`` batches (``ip -batch -``, ``tc -batch -``: the lines on
+    standard input, so no file a kill could leave) all at once; raise if one fails."""
+    procs = []
+    try:
+        for popen, argv, lines in batches:
+            if lines:
+                p = popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT)
+                procs.append((argv, p))
+                p.stdin.write(("\n".join(lines) + "\n").encode())
+                p.stdin.close()
+        failed = []
+        for argv, p in procs:
+            out = p.stdout.read().decode(errors="replace")
+            if p.wait() != 0:
+                failed.append(f"{' '.join(argv)}: {out.strip()} (rc={p.returncode})")
+        if failed:
+            raise RuntimeError(f"{len(failed)} batch(es) failed: {failed[0]}")
+    finally:
+        for _, p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
 
 
 def stop_network(net) -> None:

@@ -50,7 +50,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from controller.model import MAX_SECONDS, MAX_WEIGHT, WorkloadError, _check_number
+from controller.model import MAX_BYTES, MAX_SECONDS, MAX_WEIGHT, WorkloadError, _check_number
 
 __all__ = ["Machine", "Task", "Stage", "ComputeJob", "ComputeWorkload", "ComputeArrays",
            "as_arrays", "WorkloadError"]
@@ -122,6 +122,11 @@ class Task:
     ``work`` (optional, > 0) is a redundancy job's work: the task may run on any machine,
     at that machine's speed, as one or more copies (the ``redundancy`` job model,
     :mod:`controller.jobmodels.redundancy`; other models allow none).
+
+    ``checkpoint_bytes`` (bytes, >= 0, default 0) is a redundancy job's checkpoint state:
+    at each checkpoint it is copied from the leading copy's machine to every machine
+    that will run a copy and does not hold it, as a coflow on the fabric (0: checkpoints
+    are free, the paper's model; :mod:`controller.redundancy.transfers`).
     """
 
     id: str
@@ -131,6 +136,7 @@ class Task:
     moldable: Mapping[int, float] | None = None
     delay: float = 0.0
     work: float | None = None
+    checkpoint_bytes: float = 0.0
 
     def __post_init__(self):
         _check_id(self.id, "task")
@@ -161,6 +167,9 @@ class Task:
                 raise WorkloadError(f"{where}: work must be > 0, got {self.work!r}",
                                     field="work")
             object.__setattr__(self, "work", float(self.work))
+        _check_number(self.checkpoint_bytes, where, "checkpoint_bytes", minimum=0.0,
+                      maximum=MAX_BYTES)
+        object.__setattr__(self, "checkpoint_bytes", float(self.checkpoint_bytes))
         if self.moldable is not None:
             from controller.jobmodels.moldable import moldable_table
             object.__setattr__(self, "moldable",

@@ -9,7 +9,8 @@ a ``speed`` (:mod:`controller.redundancy.speed`: ``{"model": "ap-up", ..., "seed
 at rate 1. No coflows, no arcs: the jobs are independent.
 
 The policies are :data:`controller.redundancy.POLICIES` (``srpt+r``, ``srpt``,
-``fair+r``, ``fair-share``, ``laps+r``, ``laps``; ``laps+r:0.3`` sets beta). The model is
+``fair+r``, ``fair-share``, ``laps+r``, ``laps``; their options in the name:
+``laps+r@beta=0.3``, ``srpt+r@assign=sticky``, ``srpt+r@slot=1``). The model is
 a thin shell: the exact event simulator (:func:`controller.redundancy.simulate`) runs the
 policy once, on construction (its decisions at each arrival and departure depend only on
 the past, so simulating the whole online run at once gives what re-deciding at each
@@ -18,6 +19,11 @@ event would), and every plan is that run's remainder: one
 copy's share of the machine, its ``work`` the job's work. A job's copies run together
 (``gang``) and a re-plan at an arrival cuts nothing (arrivals are checkpoints: the run's
 pieces already end there).
+
+A job may declare ``checkpoint_bytes`` (its state's size): its checkpoints then move the
+state over the fabric as coflows (:mod:`controller.redundancy.transfers`), and such a
+workload runs in :mod:`emulate.sim.redundancy` (``simulate_joint`` sends it there), not
+through this model's plan; this model remains its free-checkpoint counterpart.
 
 The run's records add, per job, ``arrival``, ``work``, ``completion`` and ``flowtime``,
 and ``mean_flowtime`` / ``total_flowtime``; its segment lines are the copies'
@@ -37,11 +43,12 @@ import numpy as np
 
 from controller.jobmodel import JobModel, JobModelError, Piece, register
 from controller.model import WorkloadError
-from controller.redundancy.policies import POLICIES, parse
+from controller.redundancy.policies import OPTIONS, POLICIES, parse
 from controller.redundancy.simulator import Instance, Run, simulate
 from controller.redundancy.speed import speed_of
 
-__all__ = ["RedundancyModel", "redundancy_instance", "joint_from_redundancy"]
+__all__ = ["RedundancyModel", "redundancy_instance", "checkpoint_sizes", "has_transfers",
+           "joint_from_redundancy", "job_records", "segment_lines"]
 
 
 def redundancy_instance(workload) -> tuple[Instance, np.ndarray]:
@@ -59,18 +66,76 @@ def redundancy_instance(workload) -> tuple[Instance, np.ndarray]:
                      tuple(a.task_ids[k] for k in order)), order)
 
 
-def joint_from_redundancy(instance: Instance, fabric, *, specs=None, name: str = "redundancy"):
+def checkpoint_sizes(workload, order: np.ndarray) -> np.ndarray:
+    """Per job of :func:`redundancy_instance` (``order``: its tasks), its task's
+    ``checkpoint_bytes`` (0: free checkpoints)."""
+    tasks = {t.id: t for s in workload.stages for t in s.tasks}
+    ids = workload.compute.arrays.task_ids
+    return np.array([tasks[ids[q]].checkpoint_bytes for q in order], dtype=np.float64)
+
+
+def has_transfers(workload) -> bool:
+    """Whether ``workload`` is a redundancy workload some of whose jobs move their
+    checkpoints (``checkpoint_bytes`` > 0): it runs in :mod:`emulate.sim.redundancy`."""
+    return getattr(workload, "model", None) == RedundancyModel.name and any(
+        t.checkpoint_bytes > 0 for s in workload.stages for t in s.tasks)
+
+
+def job_records(workload, instance: Instance, order: np.ndarray, completion) -> list[dict]:
+    """Per joint job (in ``workload.jobs`` order) ``id``, ``weight``, ``release``,
+    ``arrival``, ``work``, ``completion`` and ``flowtime``; ``completion`` per job of
+    ``instance`` (whose tasks are ``order``)."""
+    a = workload.compute.arrays
+    pos = np.empty(a.n_tasks, dtype=np.int64)
+    pos[order] = np.arange(len(order))
+    out = []
+    for s in workload.stages:
+        j = int(pos[a.task_index[s.tasks[0].id]])
+        arrival, end = float(instance.arrival[j]), float(completion[j])
+        out.append({"id": workload.job_of(s.id), "release": arrival, "arrival": arrival,
+                    "work": float(instance.work[j]), "completion": end,
+                    "flowtime": end - arrival})
+    weight = {j.id: j.weight for j in workload.jobs}
+    by_id = {r["id"]: r for r in out}
+    return [{"id": j.id, "weight": weight[j.id], **{k: v for k, v in by_id[j.id].items()
+                                                     if k != "id"}} for j in workload.jobs]
+
+
+def segment_lines(run: Run, ids, machine_ids, until: float | None = None) -> list[dict]:
+    """The segment lines of a run: every copy's constant-rate segments ``{"job", "copy",
+    "machine", "start", "end", "share", "work"}`` (:meth:`Run.segments
+    <controller.redundancy.simulator.Run.segments>`) and the speed process's ``{"machine",
+    "start", "end", "rate"}`` up to ``until`` (default: the last departure or the last
+    copy's end)."""
+    s = run.segments()
+    out = [{"job": ids[j], "copy": int(c), "machine": machine_ids[m], "start": float(a),
+            "end": float(b), "share": float(sh), "work": float(w)}
+           for j, c, m, a, b, sh, w in zip(s["job"], s["copy"], s["machine"], s["start"],
+                                           s["end"], s["share"], s["work"])]
+    if until is None:
+        until = max([float(np.nanmax(run.completion)) if len(run.completion) else 0.0] +
+                    [float(x) for x in s["end"]])
+    out += [dict(d, machine=machine_ids[d["machine"]]) for d in run.speed.segments(until)]
+    return out
+
+
+def joint_from_redundancy(instance: Instance, fabric, *, specs=None, name: str = "redundancy",
+                          checkpoint_bytes=None):
     """An :class:`~controller.redundancy.Instance` as a joint workload of the
     ``redundancy`` model: machine ``i`` on port ``i`` with ``specs[i]`` as its speed (None:
-    rate 1), job ``x`` the joint job ``x`` of one stage ``x.s`` of one task ``x``."""
+    rate 1), job ``x`` the joint job ``x`` of one stage ``x.s`` of one task ``x``
+    (``checkpoint_bytes``: per job, or one size for all; default 0, free)."""
     from controller.compute.model import Machine, Stage, Task
     from controller.jobs import JointJob, JointWorkload
     specs = list(specs) if specs is not None else [None] * fabric.ports
     machines = [Machine(f"m{i}", 1.0, s) for i, s in enumerate(specs)]
+    nbytes = np.broadcast_to(np.asarray(0.0 if checkpoint_bytes is None else checkpoint_bytes,
+                                        dtype=np.float64), (instance.n_jobs,))
     stages, jobs = [], []
-    for jid, r, w in zip(instance.ids, instance.arrival, instance.work):
+    for jid, r, w, b in zip(instance.ids, instance.arrival, instance.work, nbytes):
         stages.append(Stage(f"{jid}.s", [Task(jid, 1.0, {m.id: float(w) for m in machines},
-                                              float(r), work=float(w))]))
+                                              float(r), work=float(w),
+                                              checkpoint_bytes=float(b))]))
         jobs.append(JointJob(jid, (stages[-1].id,)))
     return JointWorkload(fabric, machines, stages, (), jobs, name=name,
                          model=RedundancyModel.name)
@@ -91,15 +156,13 @@ class RedundancyModel(JobModel):
     name = "redundancy"
     summary = "jobs with known work as redundant copies on machines of varying speed " \
               "(SRPT+R, Fair+R, LAPS+R and the same without redundancy)"
+    option_names = OPTIONS
     preemptive = True
     gang = True
 
     def __init__(self, workload, policy: str):
         super().__init__(workload, policy)
-        try:
-            parse(policy)
-        except ValueError as e:
-            raise JobModelError(str(e)) from None
+        self.check_policy(policy)
         self.instance, self.order = redundancy_instance(workload)
         try:
             self.run: Run = simulate(self.instance, policy, record=True)
@@ -130,10 +193,14 @@ class RedundancyModel(JobModel):
         return list(POLICIES)
 
     @classmethod
-    def runs(cls, policy: str) -> bool:
-        """A policy of :data:`~controller.redundancy.POLICIES`, ``laps``/``laps+r`` also
-        with a beta (``laps+r:0.3``; a bad beta is reported when the run starts)."""
-        return policy.partition(":")[0] in POLICIES
+    def check_policy(cls, policy: str) -> None:
+        """Raise :class:`~controller.jobmodel.JobModelError` for a policy this model does not
+        run, an unknown option or a bad value (``laps+r@beta=2``)."""
+        try:
+            parse(policy)
+        except ValueError as e:
+            raise JobModelError(str(e)) from None
+
 
     @classmethod
     def check_workload(cls, workload) -> None:
@@ -214,29 +281,13 @@ class RedundancyModel(JobModel):
     def records(self) -> dict:
         """Per job ``arrival``, ``work``, ``completion``, ``flowtime`` (beside the joint
         record's ``id``, ``weight``, ``release``), ``mean_flowtime``, ``total_flowtime``,
-        and how the run went (``checkpoints``, ``speed_change_points`` crossed)."""
-        run, a, jw = self.run, self.arrays, self.workload
-        task_of_job = {jw.job_of(s.id): a.task_index[s.tasks[0].id] for s in jw.stages}
-        jobs = []
-        for j in jw.jobs:
-            q = task_of_job[j.id]
-            arrival, end = float(a.release[q]), float(self.end[q])
-            jobs.append({"id": j.id, "weight": j.weight, "release": arrival,
-                         "arrival": arrival, "work": float(self.work_of[q]),
-                         "completion": end, "flowtime": end - arrival})
+        and how the run went (:meth:`Run.summary
+        <controller.redundancy.simulator.Run.summary>`)."""
+        run = self.run
+        jobs = job_records(self.workload, self.instance, self.order, run.completion)
         return {"jobs": jobs, "mean_flowtime": run.mean_flowtime,
-                "total_flowtime": run.total_flowtime, "checkpoints": run.checkpoints,
-                "speed_change_points": run.crossed, "beta": run.beta
-                if run.policy.startswith("laps") else None}
+                "total_flowtime": run.total_flowtime, **run.summary()}
 
     def segment_records(self) -> list[dict]:
         """The copies' constant-rate segments and the speed process's (module docstring)."""
-        s = self.run.segments()
-        ids, mids = self.instance.ids, self.arrays.machine_ids
-        out = [{"job": ids[j], "copy": int(c), "machine": mids[m], "start": float(a),
-                "end": float(b), "share": float(sh), "work": float(w)}
-               for j, c, m, a, b, sh, w in zip(s["job"], s["copy"], s["machine"], s["start"],
-                                               s["end"], s["share"], s["work"])]
-        until = float(np.max(self.run.completion)) if len(self.run.completion) else 0.0
-        out += [dict(d, machine=mids[d["machine"]]) for d in self.run.speed.segments(until)]
-        return out
+        return segment_lines(self.run, self.instance.ids, self.arrays.machine_ids)

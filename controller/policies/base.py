@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # annotations only: the registry itself imports no numba
     from controller.model import Workload
     from controller.plan import Plan, State
 
-from controller.registry import Registry
+from controller.registry import Registry, parse_options
 
 
 class PolicyError(ValueError):
@@ -40,6 +40,9 @@ class Policy:
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
+    #: the name and the options it was made with (``lp-coflow@mode=online``), set by
+    #: :func:`get_policy`; records name the policy by it
+    label: str = ""
 
     def __init__(self, **options):
         if options:
@@ -118,7 +121,26 @@ def load_class(spec: str, what: str = "policy") -> type:
 
 
 def get_policy(spec: str, **options) -> Policy:
-    """A new policy instance from a registered name or ``package.module:Class``."""
+    """A new policy instance from a registered name or ``package.module:Class``, either
+    with options ``NAME@KEY=VALUE...`` (:func:`controller.registry.parse_options`), merged
+    with ``options``.
+
+    Raises
+    ------
+    PolicyError
+        An unknown name, a class that is not a policy, a malformed option, an option the
+        policy does not take (naming those it takes), an option given twice with two
+        values, a value the policy refuses.
+    """
+    try:
+        spec, named = parse_options(spec)
+    except ValueError as e:
+        raise PolicyError(str(e)) from None
+    for key, value in options.items():
+        if key in named and named[key] != value:
+            raise PolicyError(f"policy option {key!r} given twice: {named[key]!r} in the "
+                              f"name, {value!r} as an option (e.g. --{key})")
+    options = {**named, **options}
     if ":" in spec:
         cls = load_class(spec)
         if not (isinstance(cls, type) and issubclass(cls, Policy)):
@@ -134,4 +156,44 @@ def get_policy(spec: str, **options) -> Policy:
             raise PolicyError(f"unknown policy {spec!r}; known: {', '.join(known)}")
         importlib.import_module(known[spec][0])   # registers its classes
         cls = _POLICIES.get(spec)
-    return cls(**options)
+    unknown = [k for k in options if k not in policy_options(cls)]
+    if unknown and not _takes_any(cls):
+        takes = ", ".join(f"{k}={v!r}" for k, v in policy_options(cls).items()) or "none"
+        raise PolicyError(f"policy {spec!r} has no option {unknown[0]!r}; its options: "
+                          f"{takes}")
+    policy = cls(**options)
+    defaults = policy_options(cls)
+    policy.label = (cls.name or spec) + "".join(f"@{k}={_text(v)}" for k, v in options.items()
+                                  if k not in defaults or defaults[k] != v)
+    return policy
+
+
+def policy_label(policy) -> str:
+    """What records call ``policy``: its :attr:`Policy.label` (name and options), else its
+    name, else its class's name."""
+    return getattr(policy, "label", "") or getattr(policy, "name", "") or \
+        type(policy).__name__
+
+
+def _text(value) -> str:
+    """An option's value as :func:`~controller.registry.parse_options` reads it back."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def policy_options(cls: type) -> dict:
+    """The options a policy class takes: its constructor's named parameters and their
+    defaults (``None`` where a parameter has no default)."""
+    import inspect
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    return {p.name: (None if p.default is p.empty else p.default) for p in params
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def _takes_any(cls: type) -> bool:
+    """Whether a class's own constructor takes any keyword and names none (a user's
+    ``__init__(self, **options)``): its options are its own business."""
+    import inspect
+    if cls.__init__ is Policy.__init__:
+        return False
+    params = inspect.signature(cls.__init__).parameters.values()
+    return not policy_options(cls) and any(p.kind == p.VAR_KEYWORD for p in params)

@@ -9,7 +9,9 @@ LAPS+R(beta) and the same without redundancy (:mod:`~controller.redundancy.polic
 the exact event simulator (:mod:`~controller.redundancy.simulator`) and the paper's
 workload generator (:mod:`~controller.redundancy.generators`) are pure: the job model
 ``redundancy`` (:mod:`controller.jobmodels.redundancy`) is the thin shell that runs
-them inside ``coflowemu run``. docs/redundancy.md has the results beside the paper's.
+them inside ``coflowemu run``. Beyond the paper, checkpoints whose state moves over the
+fabric (a job's ``checkpoint_bytes``): :mod:`~controller.redundancy.transfers`.
+docs/redundancy.md has the results beside the paper's.
 """
 from controller.redundancy.policies import POLICIES, copies, parse
 from controller.redundancy.simulator import Instance, Run, simulate

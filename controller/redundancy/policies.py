@@ -24,7 +24,7 @@ the paper's assumption), so any fixed rule is one of the paper's.
 ``fair-share`` (our reading of "the same without redundancy")
     ``n >= N``: as ``fair+r`` (which runs no redundant copy there); ``n < N``: every job
     one machine, share 1.
-``laps+r`` (parameter ``beta`` in (0, 1], default 0.5)
+``laps+r`` (parameter ``beta`` in (0, 1], default 0.5: ``laps+r@beta=0.3``)
     Only the ``k = ceil(beta n)`` newest jobs run. ``k <= N``: the ``k-1`` newest get
     ``floor(N/k)`` copies each, the oldest selected job the rest, share 1. ``k > N``:
     ``fair+r`` on the ``k`` newest (algorithms.md's acceptable reading: the paper's share
@@ -35,7 +35,9 @@ the paper's assumption), so any fixed rule is one of the paper's.
 Which physical machine a copy gets is a second choice the paper leaves open. By default
 (``assign="index"``) the policy's machine ``i`` is machine ``i``: at every checkpoint the
 copies are dealt out again in index order, so a job may move (free: the state is cloned
-anyway). With ``assign="sticky"`` (:func:`keep_machines`) the same copies are placed so
+anyway; with checkpoint transfers, not free: :mod:`controller.redundancy.transfers`).
+With ``assign="sticky"`` (``srpt+r@assign=sticky``, :func:`keep_machines`) the same
+copies are placed so
 that a job keeps the machines it held where it can: each of the policy's machines (in
 order) goes to a free machine its first job held in the last interval, else to the first
 free machine.
@@ -50,12 +52,13 @@ Xu, de Veciana, Lau, Zhou; algorithms.md 4.2 and 4.3.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numba
 import numpy as np
 
-__all__ = ["POLICIES", "SRPT_ORDER", "DEFAULT_BETA", "policy_code", "allocate", "parse",
-           "keep_machines", "copies"]
+__all__ = ["POLICIES", "SRPT_ORDER", "DEFAULT_BETA", "OPTIONS", "Choice", "policy_code",
+           "allocate", "parse", "keep_machines", "copies"]
 
 #: name -> (code used by the kernels, summary)
 POLICIES = {
@@ -72,23 +75,76 @@ SRPT_ORDER = (0, 1)
 DEFAULT_BETA = 0.5
 
 
-def parse(policy: str) -> tuple[str, float]:
-    """``"laps+r"``, ``"laps+r:0.2"`` (beta given) -> (name, beta); raises ValueError."""
-    name, colon, arg = policy.partition(":")
+#: the options a policy takes in its name, ``srpt+r@assign=sticky@slot=1``
+OPTIONS = ("beta", "assign", "slot")
+ASSIGN = ("index", "sticky")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A redundancy policy and its options (:func:`parse`).
+
+    Attributes
+    ----------
+    name : str, one of :data:`POLICIES`
+    beta : float, LAPS's fraction of the newest jobs served (``laps``, ``laps+r``; in
+        (0, 1], default 0.5)
+    assign : str, ``"index"`` (default) or ``"sticky"``: which physical machines the
+        policy's copies get (module docstring)
+    slot : float, 0 (default): decisions at the events, exact; ``s > 0``: slotted
+        decisions, only at multiples of ``s`` (:mod:`controller.redundancy.simulator`)
+    """
+
+    name: str
+    beta: float = DEFAULT_BETA
+    assign: str = "index"
+    slot: float = 0.0
+
+    @property
+    def code(self) -> int:
+        return POLICIES[self.name][0]
+
+
+def parse(policy: str, **given) -> Choice:
+    """``"laps+r@beta=0.3@assign=sticky"`` -> :class:`Choice`; the options
+    (:func:`controller.registry.parse_options`) are ``beta`` (``laps``, ``laps+r``),
+    ``assign`` and ``slot``. ``given``: the same options as keywords (None: not given),
+    for callers that hold them apart; one given both ways with two values is an error.
+
+    Raises
+    ------
+    ValueError
+        Unknown policy or option, a value out of range.
+    """
+    from controller.registry import parse_options
+    name, options = parse_options(policy)
     if name not in POLICIES:
-        raise ValueError(f"unknown redundancy policy {policy!r}; known: "
-                         f"{', '.join(POLICIES)} (laps and laps+r take a beta: laps+r:0.3)")
-    beta = DEFAULT_BETA
-    if colon:
-        if not name.startswith("laps"):
-            raise ValueError(f"{name} takes no parameter, got {policy!r}")
-        try:
-            beta = float(arg)
-        except ValueError:
-            beta = math.nan
-        if not 0 < beta <= 1:
-            raise ValueError(f"beta of {name} must be in (0, 1], got {arg!r}")
-    return name, beta
+        raise ValueError(f"unknown redundancy policy {name!r}; known: {', '.join(POLICIES)} "
+                         f"(options: laps+r@beta=0.3, srpt+r@assign=sticky, srpt+r@slot=1)")
+    for key, value in given.items():
+        if value is None:
+            continue
+        if key in options and options[key] != value:
+            raise ValueError(f"{key} given twice for {name}: {options[key]!r} in "
+                             f"{policy!r} and {value!r}")
+        options[key] = value
+    unknown = [k for k in options if k not in OPTIONS]
+    if unknown:
+        raise ValueError(f"{name} has no option {unknown[0]!r}; its options: "
+                         f"{', '.join(OPTIONS)}")
+    beta = options.get("beta", DEFAULT_BETA)
+    if "beta" in options and not name.startswith("laps"):
+        raise ValueError(f"{name} takes no beta (laps and laps+r do), got {policy!r}")
+    if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not 0 < beta <= 1:
+        raise ValueError(f"beta of {name} must be in (0, 1], got {beta!r}")
+    assign = options.get("assign", "index")
+    if assign not in ASSIGN:
+        raise ValueError(f"assign of {name} must be 'index' or 'sticky', got {assign!r}")
+    slot = options.get("slot", 0.0)
+    if "slot" in options and (isinstance(slot, bool) or not isinstance(slot, (int, float))
+                              or not (math.isfinite(slot) and slot > 0)):
+        raise ValueError(f"slot of {name} must be a time > 0, got {slot!r}")
+    return Choice(name, float(beta), assign, float(slot))
 
 
 def policy_code(name: str) -> int:
@@ -175,11 +231,11 @@ def allocate(code, order, n, N, beta, cj, cm, cs):
 def copies(policy: str, order, N: int, beta: float | None = None) -> list[tuple]:
     """The copies ``(job, machine, share)`` of ``policy`` for the active jobs ``order`` (in
     the policy's order) on ``N`` machines: :func:`allocate` from Python."""
-    name, b = parse(policy)
+    ch = parse(policy)
     order = np.asarray(order, dtype=np.int64)
     cap = max(N, len(order)) + 1
     cj, cm, cs = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap)
-    nc = allocate(policy_code(name), order, len(order), N, b if beta is None else beta,
+    nc = allocate(ch.code, order, len(order), N, ch.beta if beta is None else beta,
                   cj, cm, cs)
     return [(int(cj[c]), int(cm[c]), float(cs[c])) for c in range(nc)]
 

@@ -17,6 +17,15 @@ checkpoint costs O(copies log K) plus O(n) for the active list (kept sorted by r
 work for SRPT: the served prefix only decreases, so it is re-sorted alone and an arrival
 is inserted by binary search). The whole loop is one numba kernel.
 
+**Slotted decisions** (``slot=s``, ``srpt+r@slot=1``; the paper's simulations decide in
+time slots): the events are seen, and the policy decides, only at the next multiple of
+``s``. A job that arrives inside a slot waits, unserved, until the slot ends; a job whose
+copy covers its remaining work inside a slot departs then (its completion is exact) and
+its machines idle until the slot ends; the other copies run on through it (nothing is
+re-decided, no state is cloned inside a slot). A slot boundary at which nothing happened
+in the slot is not a decision (checkpoints stay at events, Assumption 1: only delayed to
+the slot's end). Everything else is exact (the departures, the speed change points).
+
 With ``record=True`` the run keeps every copy's interval between checkpoints
 (:class:`Run.copies`); :meth:`Run.segments` cuts them at the speed change points into the
 constant-rate segments of the records.
@@ -33,6 +42,7 @@ array([4.])
 """
 from __future__ import annotations
 
+import math
 import time as _time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -40,11 +50,10 @@ from typing import Callable
 import numba
 import numpy as np
 
-from controller.redundancy.policies import (SRPT_ORDER, allocate, keep_machines, parse,
-                                            policy_code)
+from controller.redundancy.policies import SRPT_ORDER, allocate, keep_machines, parse
 from controller.redundancy.speed import Speed, reach
 
-__all__ = ["Instance", "Run", "simulate"]
+__all__ = ["Instance", "Run", "simulate", "horizon_of", "boundary"]
 
 #: a job whose remaining work falls below this fraction of its work has departed
 REL_TOL = 1e-10
@@ -105,6 +114,7 @@ class Run:
     copies : dict of arrays or None, with ``record``: per copy and checkpoint interval
         ``job``, ``copy`` (its index among the job's copies), ``machine``, ``start``,
         ``end``, ``share``
+    assign : str, slot : float, the policy's options
     """
 
     instance: Instance
@@ -116,6 +126,8 @@ class Run:
     crossed: int
     wall_seconds: float
     copies: dict | None = field(default=None)
+    assign: str = "index"
+    slot: float = 0.0
 
     @property
     def flowtime(self) -> np.ndarray:
@@ -128,6 +140,14 @@ class Run:
     @property
     def total_flowtime(self) -> float:
         return float(self.flowtime.sum())
+
+    def summary(self) -> dict:
+        """How the run went, for its records: ``checkpoints``, ``speed_change_points``
+        crossed, the policy's options ``beta`` (None but for LAPS), ``assign``, ``slot``
+        (None: exact)."""
+        return {"checkpoints": self.checkpoints, "speed_change_points": self.crossed,
+                "beta": self.beta if self.policy.startswith("laps") else None,
+                "assign": self.assign, "slot": self.slot or None}
 
     @property
     def events(self) -> int:
@@ -166,36 +186,31 @@ class Run:
 
 
 def simulate(instance: Instance, policy: str, *, beta: float | None = None,
-             record: bool = False, assign: str = "index") -> Run:
+             record: bool = False, assign: str | None = None,
+             slot: float | None = None) -> Run:
     """Run ``instance`` under ``policy`` (``srpt+r``, ``srpt``, ``fair+r``,
-    ``fair-share``, ``laps+r``, ``laps``; ``laps+r:0.3`` or ``beta=`` sets beta).
-    ``assign``: ``"index"`` (the policy's machine ``i`` is machine ``i``) or
-    ``"sticky"`` (a job keeps the machines it held where it can;
-    :mod:`controller.redundancy.policies`).
+    ``fair-share``, ``laps+r``, ``laps``), with its options in its name or as keywords
+    (:func:`~controller.redundancy.policies.parse`): ``beta`` (``laps+r@beta=0.3``),
+    ``assign``: ``"index"`` (the policy's machine ``i`` is machine ``i``) or ``"sticky"``
+    (a job keeps the machines it held where it can; :mod:`controller.redundancy.
+    policies`), ``slot`` (module docstring: decisions only at multiples of it).
 
     Raises
     ------
     ValueError
-        Unknown policy or beta; a job that can never finish (every machine it may use
+        Unknown policy or option; a job that can never finish (every machine it may use
         stops for good).
     """
-    name, b = parse(policy)
-    if assign not in ("index", "sticky"):
-        raise ValueError(f"assign must be 'index' or 'sticky', got {assign!r}")
-    if beta is not None:
-        name, b = parse(f"{name}:{beta}") if name.startswith("laps") else parse(name)
+    ch = parse(policy, beta=beta, assign=assign, slot=slot)
+    name, b = ch.name, ch.beta
     wall = _time.perf_counter()
     inst = instance
     n = inst.n_jobs
-    until = (float(inst.arrival[-1]) + float(inst.work.sum()) + 1.0) if n else 1.0
-    if callable(inst.speed):       # a horizon the jobs will not outlive, else draw further
-        sp0 = inst.speed(1.0)
-        until = (float(inst.arrival[-1]) + 2.0 * float(inst.work.sum()) / sp0.n +
-                 10.0 * float(inst.work.max()) + 100.0) if n else 1.0
+    until = horizon_of(inst)
     while True:
         sp = inst.speed_until(until)
-        res = _run(inst.arrival, inst.work, policy_code(name), sp.n, b, sp.ptr, sp.time,
-                   sp.rate, sp.cum, record, assign == "sticky")
+        res = _run(inst.arrival, inst.work, ch.code, sp.n, b, sp.ptr, sp.time,
+                   sp.rate, sp.cum, record, ch.assign == "sticky", ch.slot)
         comp, checkpoints, status = res[0], res[1], res[2]
         if status != 0:
             raise ValueError("a job can never finish: every machine it may use has rate 0 "
@@ -211,7 +226,20 @@ def simulate(instance: Instance, policy: str, *, beta: float | None = None,
         copies = {"job": res[4][:k], "copy": res[5][:k], "machine": res[6][:k],
                   "start": res[7][:k], "end": res[8][:k], "share": res[9][:k]}
     return Run(inst, name, b, sp, comp, int(checkpoints), crossed,
-               _time.perf_counter() - wall, copies)
+               _time.perf_counter() - wall, copies, ch.assign, ch.slot)
+
+
+def horizon_of(instance: Instance) -> float:
+    """How far to draw the speed processes first: a time the jobs will not outlive
+    (constant speeds: all the work on one machine at rate 1 after the last arrival;
+    processes drawn on demand: a generous multiple), else a run draws further."""
+    inst = instance
+    if not inst.n_jobs:
+        return 1.0
+    if callable(inst.speed):
+        return (float(inst.arrival[-1]) + 2.0 * float(inst.work.sum()) / inst.speed(1.0).n
+                + 10.0 * float(inst.work.max()) + 100.0)
+    return float(inst.arrival[-1]) + float(inst.work.sum()) + 1.0
 
 
 # ------------------------------------------------------------------------ the kernel
@@ -244,7 +272,16 @@ def _grow_i(a, cap):
 
 
 @numba.njit(cache=True)
-def _run(arrival, work, code, N, beta, ptr, time, rate, cum, record, sticky):
+def boundary(t, slot):
+    """The first decision time at or after ``t``: ``t`` itself without slots, else the
+    next multiple of ``slot``."""
+    if slot <= 0 or t == np.inf:
+        return t
+    return math.ceil(t / slot) * slot
+
+
+@numba.njit(cache=True)
+def _run(arrival, work, code, N, beta, ptr, time, rate, cum, record, sticky, slot):
     J = arrival.shape[0]
     owner = np.full(N, -1, np.int64)
     head = np.full(J, -1, np.int64)
@@ -277,7 +314,7 @@ def _run(arrival, work, code, N, beta, ptr, time, rate, cum, record, sticky):
     checkpoints = 0
     while nxt < J or n > 0:
         if n == 0 and arrival[nxt] > t:
-            t = arrival[nxt]
+            t = boundary(arrival[nxt], slot)
         while nxt < J and arrival[nxt] <= t:          # admit the arrivals
             j = nxt
             nxt += 1
@@ -313,6 +350,7 @@ def _run(arrival, work, code, N, beta, ptr, time, rate, cum, record, sticky):
                 tnext = dep[cj[c]]
         if tnext == np.inf:
             return comp, checkpoints, 1, nr, rj, rc, rm, r0, r1, rs
+        tnext = boundary(tnext, slot)
         for c in range(nc):
             m = cm[c]
             g = cs[c] * (_at(ptr, time, rate, cum, p, m, tnext) - s0[m])
@@ -331,7 +369,7 @@ def _run(arrival, work, code, N, beta, ptr, time, rate, cum, record, sticky):
                 rc[nr] = ncopy[j]
                 rm[nr] = m
                 r0[nr] = t
-                r1[nr] = tnext
+                r1[nr] = min(tnext, dep[j])
                 rs[nr] = cs[c]
                 nr += 1
                 ncopy[j] += 1
@@ -342,7 +380,7 @@ def _run(arrival, work, code, N, beta, ptr, time, rate, cum, record, sticky):
                 continue
             if dep[j] <= tnext or rem[j] - best[j] <= REL_TOL * work[j]:
                 rem[j] = 0.0
-                comp[j] = tnext
+                comp[j] = min(tnext, dep[j])
                 gone += 1
             else:
                 rem[j] -= best[j]

@@ -118,23 +118,14 @@ def load_workload(workload, cores=None, rate=None, hosts=None, min_mb=None,
 
 
 def policy_options(spec: str, mode: str | None, objective: str | None) -> dict:
-    """Pass ``mode``/``objective`` to policies that take them."""
-    import inspect
-
-    from controller.policies import available, get_policy
-    if ":" in spec:
-        cls = type(get_policy(spec))
-    else:
-        cls = available().get(spec)
-        if cls is None:
-            get_policy(spec)  # raises the "unknown policy" error
-    params = inspect.signature(cls.__init__).parameters
-    takes_any = any(p.kind == p.VAR_KEYWORD for p in params.values()) and len(params) <= 2
-    out = {}
-    for key, value in (("mode", mode), ("objective", objective)):
-        if value is not None and key in params and not takes_any:
-            out[key] = value
-    return out
+    """``--mode``/``--objective`` for a policy that takes them (a name may carry its own
+    options, ``lp-coflow@mode=online``: given both ways with two values is an error when
+    the policy is made)."""
+    from controller.policies.base import get_policy
+    from controller.policies.base import policy_options as options_of
+    takes = options_of(type(get_policy(spec)))   # an unknown name or option fails here
+    return {key: value for key, value in (("mode", mode), ("objective", objective))
+            if value is not None and key in takes}
 
 
 # ------------------------------------------------------------------------ run

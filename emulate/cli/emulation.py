@@ -143,10 +143,10 @@ def auto_choice(w, *, rate_free: bool = False):
     """``--rate auto``: this machine's forwarding budget (cached or measured, see
     :mod:`emulate.mininet.calibrate`) and the rate / time scale chosen for ``w``; both are
     printed on stderr. (choice, budget)"""
-    from emulate.mininet.calibrate import choose, forwarding_budget
+    from emulate.mininet.calibrate import choose, forwarding_budget, probe_fabric
     from emulate.mininet.engine import preflight
     preflight()
-    budget = forwarding_budget()
+    budget = forwarding_budget(fabric=probe_fabric(w))
     try:
         choice = choose(w, budget.budget_bps, rate_free=rate_free)
     except ValueError as e:

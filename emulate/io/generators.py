@@ -294,13 +294,17 @@ def msjo(seed, *, ports, cores, rate_bps, scenario: str = "uniform", n_jobs: int
 def redundancy(seed, *, ports, cores, rate_bps, machines: int = 100, lam: float = 1.0,
                horizon: float = 200.0, shape: float = 2.0, scale: float = 20.0,
                speed: str = "ap-up", ap_rate: tuple = (0.5, 1.5), up_rate: tuple = (0.0, 0.2),
-               ap_length: tuple = (0.5, 100.0), up_length: tuple = (0.5, 20.0)):
+               ap_length: tuple = (0.5, 100.0), up_length: tuple = (0.5, 20.0),
+               checkpoint_bytes: float = 0.0):
     """Joint workloads of the redundancy model (``"model": "redundancy"``): ``machines``
     machines (the fabric's ports; ``--ports`` is not used), jobs arriving as a Poisson
     process of rate ``lam`` over ``[0, horizon)`` with Pareto work (``shape``, ``scale``:
     mean 40 by default), each machine's speed ``ap-up`` (AP/UP alternation with the given
     rate ranges and Gamma (shape, scale) lengths, normalised to mean rate 1; machine
-    ``m``'s seed ``seed * 1000 + m``) or ``constant`` (rate 1). The paper's setting is
+    ``m``'s seed ``seed * 1000 + m``) or ``constant`` (rate 1); every job's
+    ``checkpoint_bytes`` (default 0: free checkpoints, the paper's model; else each
+    checkpoint's state moves over the fabric, :mod:`controller.redundancy.transfers`).
+    The paper's setting is
     ``lam`` 1 to 2.5 and ``horizon`` 100000 (250,000 jobs: run that with
     ``benchmarks/redundancy.py`` or ``experiments/redundancy.py``, not as a file)."""
     from controller.jobmodels.redundancy import joint_from_redundancy
@@ -323,5 +327,8 @@ def redundancy(seed, *, ports, cores, rate_bps, machines: int = 100, lam: float 
                              f"lam={lam:g} with seed {seed}; raise lam or horizon")
     specs = machine_specs(seed, machines, params, speed)
     inst = Instance(arrival, work, constant(machines))
+    if not (checkpoint_bytes >= 0 and math.isfinite(checkpoint_bytes)):
+        raise GeneratorError(f"--param checkpoint_bytes={checkpoint_bytes}: must be >= 0")
     return joint_from_redundancy(inst, Fabric(machines, cores, rate_bps), specs=specs,
-                                 name=f"redundancy-s{seed}-n{machines}-l{lam:g}-h{horizon:g}")
+                                 name=f"redundancy-s{seed}-n{machines}-l{lam:g}-h{horizon:g}",
+                                 checkpoint_bytes=checkpoint_bytes)

@@ -394,7 +394,9 @@ def joint_from_dict(doc, *, source: str = "<workload>", text: str | None = None,
                 tasks.append(Task(tid, size, pl, _require(t, "release", num, tw, source,
                                                            tline, 0.0), table,
                                   delay=_require(t, "delay", num, tw, source, tline, 0.0),
-                                  work=work))
+                                  work=work,
+                                  checkpoint_bytes=_require(t, "checkpoint_bytes", num, tw,
+                                                            source, tline, 0.0)))
                 if "output_bytes" in t:
                     outputs[tid] = _require(t, "output_bytes", num, tw, source, tline)
             stages.append(Stage(sid, tuple(tasks)))
@@ -524,6 +526,8 @@ def joint_to_dict(w) -> dict:
                  "release": t.release}
         if t.delay:
             d["delay"] = t.delay
+        if t.checkpoint_bytes:
+            d["checkpoint_bytes"] = t.checkpoint_bytes
         if t.id in w.output_bytes:
             d["output_bytes"] = w.output_bytes[t.id]
         return d

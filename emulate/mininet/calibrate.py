@@ -10,9 +10,15 @@ at best, accurate to ~200 Mbit/s, 91-95 % at 350-450 Mbit/s). So:
   every host sending and receiving) for ``seconds`` and sums what arrived: the
   *saturation* rate. The *budget* is :data:`ACCURATE_FRACTION` of it (half). A busy
   machine measures less, so its budget is smaller (conservative);
-* :func:`forwarding_budget` keeps the figure per machine (host name, CPU count, kernel,
-  datapath) with its date and the load average at the time in :data:`CACHE_PATH`, and
-  measures again when there is none or it is older than ``max_age`` (one day);
+* the probe runs on a fabric of the run's size (at least 4 x 2; :func:`probe_fabric`): the
+  userspace datapath's one forwarding thread polls every port, so the same 4 flows get
+  less through a larger fabric (on the 2-core VM at load 9-10: 387 Mbit/s on 4 x 2,
+  230 on 16 x 4, 164 on 32 x 4; ``benchmarks/emulation_build.py --forwarding``), and a
+  budget measured on 4 x 2 would overbook a 32 x 4 run 2.4 times;
+* :func:`forwarding_budget` keeps the figure per machine (host name, CPU count, kernel),
+  datapath and fabric size, with its date and the load average at the time, in
+  :data:`CACHE_PATH`, and measures again when there is none or it is older than
+  ``max_age`` (one day);
 * :func:`choose` turns a budget into a :class:`Choice` for a workload. Its worst case
   offered load is every used host's uplinks busy at once
   (:func:`~emulate.mininet.engine.offered_load_bps`, in wire bits). If the workload's link
@@ -57,6 +63,9 @@ MAX_AGE_S = 24 * 3600.0
 PROBE_RATE_BPS = 10e9
 """Shaped rate of the probe fabric's links: far above what the switch forwards."""
 
+PROBE_FABRIC = (4, 2)
+"""The smallest probe fabric (hosts, cores): 4 flows among 4 hosts on 2 cores."""
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -69,6 +78,8 @@ class Budget:
     measured_at: float
     load: float
     source: str = "measured"
+    fabric: tuple[int, int] = PROBE_FABRIC
+    """Hosts x cores of the fabric the probe ran on."""
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -78,7 +89,8 @@ class Budget:
     def describe(self) -> str:
         return (f"forwarding budget {self.budget_bps / 1e6:.0f} Mbit/s "
                 f"({ACCURATE_FRACTION:.0%} of {self.forwarded_bps / 1e6:.0f} Mbit/s forwarded "
-                f"by the {self.datapath} datapath, {self.source} "
+                f"by the {self.datapath} datapath on {self.fabric[0]} x {self.fabric[1]}, "
+                f"{self.source} "
                 f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(self.measured_at))}, "
                 f"load {self.load:.1f})")
 
@@ -171,8 +183,11 @@ def machine() -> dict:
             "kernel": platform.release()}
 
 
-def measure_forwarding(seconds: float = 1.5, *, datapath: str | None = None) -> Budget:
-    """Saturate a 4 x 2 fabric with 4 TCP flows for ``seconds``; the :class:`Budget`."""
+def measure_forwarding(seconds: float = 1.5, *, datapath: str | None = None,
+                       hosts: int = 4, cores: int = 2) -> Budget:
+    """Saturate a fabric (4 x 2 by default) with 4 TCP flows among its first 4 hosts on its
+    first 2 cores for ``seconds``; the :class:`Budget`. A larger fabric forwards the same
+    flows among more idle ports (``benchmarks/emulation_build.py --forwarding``)."""
     from emulate.mininet.engine import EmulationError, open_topology
     from topologies.fabric import Fabric
     from topologies.mininet_topo import choose_datapath, core_address, host_name
@@ -181,9 +196,15 @@ def measure_forwarding(seconds: float = 1.5, *, datapath: str | None = None) -> 
     datapath = datapath or choose_datapath()
     load = os.getloadavg()[0]
     pairs = [(0, 1, 0), (1, 2, 1), (2, 3, 0), (3, 0, 1)]   # (src, dst, core)
-    with open_topology(Fabric(ports=4, cores=2, rate_bps=PROBE_RATE_BPS),
+    if hosts < 4 or cores < 2:
+        raise ValueError(f"the probe needs at least 4 hosts x 2 cores, got {hosts} x {cores}")
+    with open_topology(Fabric(ports=hosts, cores=cores, rate_bps=PROBE_RATE_BPS),
                        datapath=datapath) as net:
         servers, clients = [], []
+        # the controller installs each core's forwarding rules once its switch connects:
+        # on a large fabric that outlasts the start (64 x 2: "No route to host")
+        for src, dst, core in pairs:
+            wait_reachable(net.get(host_name(src)), core_address(dst, core))
         try:
             for i in range(4):
                 servers.append(net.get(host_name(i)).popen(
@@ -208,20 +229,50 @@ def measure_forwarding(seconds: float = 1.5, *, datapath: str | None = None) -> 
                     p.kill()
                 with contextlib.suppress(Exception):
                     p.wait(timeout=2)
-    return Budget(total, total * ACCURATE_FRACTION, datapath, machine(), time.time(), load)
+    return Budget(total, total * ACCURATE_FRACTION, datapath, machine(), time.time(), load,
+                  fabric=(hosts, cores))
 
 
-def read_cache(path: str = CACHE_PATH, *, datapath: str, max_age: float = MAX_AGE_S,
-               now: float | None = None) -> Budget | None:
-    """The cached figure for this machine and datapath if younger than ``max_age``."""
+def wait_reachable(host, addr: str, timeout: float = 30.0) -> None:
+    """Ping ``addr`` from ``host`` (a Mininet host) until it answers; raise
+    :class:`~emulate.mininet.engine.EmulationError` after ``timeout`` seconds."""
+    from emulate.mininet.engine import EmulationError
+    deadline = time.monotonic() + timeout
+    while True:
+        r = host.popen(["ping", "-c", "1", "-W", "1", addr], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        if r.wait() == 0:
+            return
+        if time.monotonic() > deadline:
+            raise EmulationError(f"calibration: {addr} unreachable from {host.name} after "
+                                 f"{timeout:g} s (the controller's rules missing?)")
+        time.sleep(0.2)
+
+
+def probe_fabric(workload) -> tuple[int, int]:
+    """The fabric the calibration probes for ``workload``: its size, at least 4 x 2."""
+    f = workload.fabric
+    return max(PROBE_FABRIC[0], f.ports), max(PROBE_FABRIC[1], f.cores)
+
+
+def cache_key(datapath: str, fabric=PROBE_FABRIC) -> str:
+    """The cache entry of a datapath and probe fabric (``"user"``, ``"user 32x4"``)."""
+    hosts, cores = fabric
+    return datapath if (hosts, cores) == PROBE_FABRIC else f"{datapath} {hosts}x{cores}"
+
+
+def read_cache(path: str = CACHE_PATH, *, datapath: str, fabric=PROBE_FABRIC,
+               max_age: float = MAX_AGE_S, now: float | None = None) -> Budget | None:
+    """The cached figure for this machine, datapath and probe fabric if younger than
+    ``max_age``."""
     try:
         with open(path) as fh:
             doc = json.load(fh)
-        entry = doc[datapath]
+        entry = doc[cache_key(datapath, fabric)]
         fwd = float(entry["forwarded_bps"])
         b = Budget(fwd, fwd * ACCURATE_FRACTION, datapath,
                    dict(entry["machine"]), float(entry["measured_at"]),
-                   float(entry["load"]), "cached")
+                   float(entry["load"]), "cached", tuple(fabric))
     except (OSError, ValueError, KeyError, TypeError):
         return None
     now = time.time() if now is None else now
@@ -240,7 +291,7 @@ def write_cache(b: Budget, path: str = CACHE_PATH) -> None:
             doc = {}
     entry = asdict(b)
     entry.pop("source")
-    doc[b.datapath] = entry
+    doc[cache_key(b.datapath, b.fabric)] = entry
     d = os.path.dirname(path)
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".forwarding-")
@@ -249,14 +300,16 @@ def write_cache(b: Budget, path: str = CACHE_PATH) -> None:
     os.replace(tmp, path)
 
 
-def forwarding_budget(*, datapath: str | None = None, path: str = CACHE_PATH,
-                      max_age: float = MAX_AGE_S, seconds: float = 1.5) -> Budget:
-    """This machine's :class:`Budget`: cached if fresh, else measured (and cached)."""
+def forwarding_budget(*, datapath: str | None = None, fabric=PROBE_FABRIC,
+                      path: str = CACHE_PATH, max_age: float = MAX_AGE_S,
+                      seconds: float = 1.5) -> Budget:
+    """This machine's :class:`Budget` on a ``fabric`` (hosts, cores; see
+    :func:`probe_fabric`): cached if fresh, else measured (and cached)."""
     from topologies.mininet_topo import choose_datapath
     datapath = datapath or choose_datapath()
-    b = read_cache(path, datapath=datapath, max_age=max_age)
+    b = read_cache(path, datapath=datapath, fabric=fabric, max_age=max_age)
     if b is None:
-        b = measure_forwarding(seconds, datapath=datapath)
+        b = measure_forwarding(seconds, datapath=datapath, hosts=fabric[0], cores=fabric[1])
         with contextlib.suppress(OSError):
             write_cache(b, path)
     return b

@@ -68,7 +68,7 @@ def new_run_dir() -> str:
     os.makedirs(STATE_DIR, mode=0o755, exist_ok=True)
     d = os.path.join(STATE_DIR, f"run-{os.getpid()}-{int(time.time() * 1000) % 10**9}")
     os.mkdir(d, 0o700)
-    write_state(d, engine_pid=os.getpid(), engine_cmd=_cmdline(os.getpid()), procs=[],
+    write_state(d, engine_pid=os.getpid(), engine_cmd=command_line(os.getpid()), procs=[],
                 bridges=[])
     return d
 
@@ -98,7 +98,8 @@ def add_procs(run_dir: str, procs) -> None:
 
 
 # ---------------------------------------------------------------------- processes
-def _cmdline(pid: int) -> str:
+def command_line(pid: int) -> str:
+    """``pid``'s command line, words joined by spaces ("" when it is gone)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
             return fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
@@ -108,7 +109,7 @@ def _cmdline(pid: int) -> str:
 
 def is_ours(pid: int, marker: str) -> bool:
     """True while ``pid`` runs and its command line contains ``marker``."""
-    cmd = _cmdline(pid)
+    cmd = command_line(pid)
     return bool(cmd) and marker in cmd
 
 

@@ -51,6 +51,7 @@ from controller.runtime import RunConfig
 from emulate.mininet import clean as cleaner
 from emulate.engines import EngineError, Interrupted
 from emulate.io.records import RunResult, Segments
+from emulate.mininet.lock import hold as machine_lock
 from topologies.mininet_topo import (ParallelTopo, build_network, choose_datapath,
                                      host_name, stop_network, switch_intf)
 
@@ -229,24 +230,34 @@ class MininetRun:
                  nice: int = -10, interactive: bool = False, exact_state: bool = False,
                  network_options: dict | None = None):
         from controller.policies import PolicyError, get_policy
+        from controller.policies.base import policy_label
         self.joint = None
         if hasattr(workload, "machines"):   # a JointWorkload: "compute+network"
             from controller.policyspec import split_policy
             if not isinstance(policy, str):
                 raise TypeError("a joint workload takes a policy name 'compute+network'")
             compute, network = split_policy(policy)
-            if network is None and workload.model == "redundancy" and not workload.coflows:
-                # copies on the agents, decisions in the controller, no data to move
-                # (controller.redundancy.emulation)
+            if workload.model == "redundancy" and not workload.coflows:
+                # copies on the agents, decisions in the controller; a network policy
+                # only for checkpoint transfers (controller.redundancy.emulation)
                 from controller.jobmodel import get_job_model
-                from controller.redundancy.emulation import agent_speeds
-                agent_speeds(get_job_model("redundancy")(workload, compute).run)  # fail early
-                if network_options:
+                from controller.jobmodels.redundancy import has_transfers
+                from controller.redundancy.emulation import agent_speeds, emulated_policy
+                emulated_policy(compute)                                   # fail early
+                agent_speeds(get_job_model("redundancy")(workload, compute).run)
+                if network is None and has_transfers(workload):
+                    raise PolicyError(f"{policy!r} names no network policy, and the "
+                                      f"workload's jobs move their checkpoints "
+                                      f"(checkpoint_bytes): name one, e.g. {policy}+sebf")
+                if network is None and network_options:
                     raise PolicyError(f"{policy!r} runs no network policy: no network "
                                       f"options")
+                if network is not None:
+                    get_policy(network, **(network_options or {}))
                 self.joint = workload
                 workload = workload.network
-                self.policy = {"compute": compute, "network": None, "options": {}}
+                self.policy = {"compute": compute, "network": network, "redundancy": True,
+                               "options": dict(network_options or {})}
                 self.policy_name = policy
             elif network is None:
                 raise PolicyError(f"{policy!r} is a compute policy only; the emulation runs "
@@ -261,7 +272,7 @@ class MininetRun:
         else:
             self.policy = get_policy(policy, **(network_options or {})) \
                 if isinstance(policy, str) else policy
-            self.policy_name = getattr(self.policy, "name", "") or type(self.policy).__name__
+            self.policy_name = policy_label(self.policy)
         self.workload = workload
         self.interactive = interactive
         self.exact_state = exact_state
@@ -307,8 +318,8 @@ class MininetRun:
     # ------------------------------------------------------------------ run
     def run(self, progress=None) -> RunResult:
         preflight()
-        wall = time.perf_counter()
-        with _sigterm_raises():
+        with _sigterm_raises(), machine_lock():
+            wall = time.perf_counter()
             try:
                 self._setup()
                 out = self._wait(progress)
@@ -618,7 +629,7 @@ def open_topology(fabric, *, datapath: str | None = None, quiet: bool = True):
     preflight()
     w = Workload(fabric, ())
     session = MininetRun(w, "fifo", datapath=datapath, quiet=quiet, interactive=True)
-    with _sigterm_raises():
+    with _sigterm_raises(), machine_lock():
         try:
             session._setup()
             yield session.net
@@ -690,9 +701,10 @@ def run_mininet(workload: Workload, policy, *, time_scale: float = 1.0,
                      network_options=network_options)
     if progress:
         from tqdm import tqdm
-        with tqdm(total=len(workload.coflows), unit="coflow", desc="mininet",
-                  leave=False) as bar:
-            def upd(done, total):
+        preflight()
+        with machine_lock(), tqdm(total=len(workload.coflows), unit="coflow",
+                                  desc="mininet", leave=False) as bar:
+            def upd(done, total):      # the bar starts once the machine is ours
                 bar.n = done
                 bar.refresh()
             result = run.run(progress=upd)

@@ -46,7 +46,7 @@ import numpy as np
 from controller.lifecycle import CoflowLifecycle
 from controller.model import Workload
 from controller.plan import PlanError, State
-from controller.policies.base import Policy
+from controller.policies.base import Policy, policy_label
 from controller.rates import byte_caps, fair_rates, priority_rates
 from emulate.io.records import RunResult, Segments
 from emulate.sim.capped import first_pass, run_capped
@@ -632,8 +632,8 @@ class Simulator:
             n = self.n_seg
             f, h, t0, t1, r = (s[:n] for s in self._seg)
             segs = Segments(f.copy(), h.copy(), t0.copy(), t1.copy(), r * 8.0)
-        return RunResult(workload=self.workload, policy=self.policy.name or
-                         type(self.policy).__name__, engine="sim",
+        return RunResult(workload=self.workload, policy=policy_label(self.policy),
+                         engine="sim",
                          flow_completion=self.flow_completion,
                          coflow_completion=self.lifecycle.completion, segments=segs,
                          wall_seconds=_time.perf_counter() - self._wall, events=self.events,

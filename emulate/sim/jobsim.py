@@ -81,11 +81,18 @@ from controller.policyspec import split_policy
 from emulate.io.records import RunResult, Segments, atomic_write
 from emulate.sim.flowsim import Simulator, StartPoint
 
-__all__ = ["JointSimulator", "JointResult", "joint_result", "simulate_joint"]
+__all__ = ["JointSimulator", "JointResult", "Network", "joint_result", "simulate_joint"]
 
 
-class _Network:
-    """The fabric across shuffles: a Simulator over the coflows known so far."""
+class Network:
+    """The fabric across shuffles: a Simulator over the coflows known so far.
+
+    Besides the workload's coflows (a shuffle's flows added when it opens), a run may
+    :meth:`add` coflows of its own at run time and :meth:`drop` unfinished ones (the
+    redundancy model's checkpoint transfers, :mod:`emulate.sim.redundancy`): the
+    simulator restarts on the residual network (:meth:`rebuild`). Per-coflow arrays are
+    indexed by :attr:`coflows` (``jw.coflows`` first).
+    """
 
     def __init__(self, jw: JointWorkload, make_policy, record: bool, gated: np.ndarray):
         self.jw = jw
@@ -93,7 +100,9 @@ class _Network:
         self.record = record
         self.t = 0.0
         nc = len(jw.coflows)
+        self.coflows = list(jw.coflows)
         self.gated = gated                         # waits for open()
+        self.dropped = np.zeros(nc, dtype=bool)    # abandoned unfinished (drop())
         self.opened = np.zeros(nc, dtype=bool)
         self.known = np.zeros(nc, dtype=bool)      # flows known (in the simulator)
         self.release = np.array([c.release for c in jw.coflows], dtype=np.float64)
@@ -169,13 +178,13 @@ class _Network:
     def _build(self) -> list[int]:
         """(Re)start the simulator on the residual network at ``self.t``."""
         done = self._retire()
-        active = self.known & np.isnan(self.completion)
+        active = self.known & np.isnan(self.completion) & ~self.dropped
         if not active.any():
             return done
         res = residual(self.jw, self.arcs, active, np.asarray(self.f_cof, dtype=np.int64),
                        np.asarray(self.f_src, dtype=np.int64),
                        np.asarray(self.f_dst, dtype=np.int64),
-                       np.where(np.isnan(self.f_done), self.f_rem, 0.0))
+                       np.where(np.isnan(self.f_done), self.f_rem, 0.0), self.coflows)
         held = self.gated & ~self.opened
         # resume: absolute time, cores of started flows, bytes each coflow has sent
         at = StartPoint(time=self.t, sent=self.sent[res.coflows],
@@ -189,6 +198,32 @@ class _Network:
 
     # ---------------------------------------------------------------- interface
     def start(self) -> list[int]:
+        return self._build()
+
+    def add(self, coflows) -> list[int]:
+        """Release ``coflows`` (:class:`~controller.model.Coflow`, not the workload's) now;
+        returns their indices. They run from the next :meth:`rebuild`."""
+        ks = []
+        for c in coflows:
+            k = len(self.coflows)
+            self.coflows.append(c)
+            for name, v in (("gated", False), ("opened", True), ("known", False),
+                            ("dropped", False), ("release", self.t),
+                            ("completion", np.nan), ("sent", 0.0)):
+                setattr(self, name, np.append(getattr(self, name), v))
+            self.flows_of.append([])
+            self._add(k, c.flows)
+            ks.append(k)
+        return ks
+
+    def drop(self, ks) -> None:
+        """Abandon unfinished coflows ``ks`` (what they sent stays sent); from the next
+        :meth:`rebuild` they have no flows on the network."""
+        self.dropped[np.asarray(ks, dtype=np.int64)] = True
+
+    def rebuild(self) -> list[int]:
+        """Restart the simulator on the residual network now (after :meth:`add` or
+        :meth:`drop`); returns the coflows that completed meanwhile."""
         return self._build()
 
     def open(self, ks, flows: dict) -> list[int]:
@@ -414,6 +449,11 @@ class JointSimulator:
                  network_options: dict | None = None, segments: bool = False):
         self.jw = jw = workload
         self.policy = policy
+        from controller.jobmodels.redundancy import has_transfers
+        if has_transfers(workload):
+            raise ValueError("a redundancy workload with checkpoint_bytes moves its "
+                             "checkpoints on the network: run it with simulate_joint "
+                             "(emulate.sim.redundancy.simulate_redundancy)")
         self.compute_name, self.network_name = split_policy(policy)
         opts = dict(network_options or {})
         if self.network_name is None and jw.coflows:
@@ -425,7 +465,7 @@ class JointSimulator:
         self._make_policy = lambda: get_policy(self.network_name, **opts)
         self.record = segments
         self.driver = JobDriver(jw, self.compute_name)
-        self.net = _Network(jw, self._make_policy, segments, self.driver.gated)
+        self.net = Network(jw, self._make_policy, segments, self.driver.gated)
         self.events = 0
         self.t = 0.0
 
@@ -486,25 +526,28 @@ class JointSimulator:
 def joint_result(jw: JointWorkload, policy: str, sched: ComputeSchedule,
                  stage_completion: np.ndarray, flows, flow_completion, coflow_release,
                  coflow_completion, segments, *, engine: str, wall: float, events: int,
-                 extra: dict) -> JointResult:
+                 extra: dict, coflows=None) -> JointResult:
     """The :class:`JointResult` of a run of either engine.
 
     ``flows`` = (coflow, src, dst, bytes) lists of every flow the run had (shuffles' as
     made at run time), ``flow_completion`` per flow, ``coflow_release`` (when opened) and
-    ``coflow_completion`` per ``jw.coflows``, ``segments`` = (flow, core, start, end,
-    rate_bps) arrays over those flows or None; ``stage_completion`` in compute-stage order.
+    ``coflow_completion`` per coflow of the run: ``coflows`` (default ``jw.coflows``; a
+    run that released coflows of its own lists them after the workload's),
+    ``segments`` = (flow, core, start, end, rate_bps) arrays over those flows or None;
+    ``stage_completion`` in compute-stage order.
     """
     compute_name, network_name = split_policy(policy)
     f_cof, f_src, f_dst, f_bytes = (list(x) for x in flows)
+    run_coflows = jw.coflows if coflows is None else coflows
     # the realized network: every coflow with the flows it had, released when opened
-    by_cof: list[list[int]] = [[] for _ in jw.coflows]
+    by_cof: list[list[int]] = [[] for _ in run_coflows]
     for g, k in enumerate(f_cof):
         by_cof[int(k)].append(g)
     order = [g for gs in by_cof for g in gs]
     coflows = [Coflow(c.id, tuple(Flow(int(f_src[g]), int(f_dst[g]), float(f_bytes[g]))
                                   for g in gs),
                       release=float(coflow_release[k]), weight=c.weight)
-               for k, (c, gs) in enumerate(zip(jw.coflows, by_cof))]
+               for k, (c, gs) in enumerate(zip(run_coflows, by_cof))]
     realized = Workload(jw.fabric, tuple(coflows), jw.network.precedence, (), name=jw.name)
     pos = np.empty(len(order), dtype=np.int64)
     pos[np.array(order, dtype=np.int64)] = np.arange(len(order))
@@ -544,6 +587,15 @@ def simulate_joint(workload: JointWorkload, policy: str, *, segments: bool = Fal
     Returns
     -------
     JointResult
+
+    A redundancy workload whose jobs move their checkpoints (``checkpoint_bytes``) runs
+    in :func:`emulate.sim.redundancy.simulate_redundancy` (its transfers are coflows the
+    redundancy model releases at run time).
     """
+    from controller.jobmodels.redundancy import has_transfers
+    if has_transfers(workload):
+        from emulate.sim.redundancy import simulate_redundancy
+        return simulate_redundancy(workload, policy, segments=segments,
+                                   network_options=network_options)
     return JointSimulator(workload, policy, network_options=network_options,
                           segments=segments).run()
