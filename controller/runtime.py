@@ -358,15 +358,16 @@ class EmulationRun:
                 continue
             self._handle_setup(ev)
 
-    def _new_conn(self, key: tuple[int, int, int]) -> int:
+    def _new_conn(self, key: tuple[int, int, int], cls: int = N_DATA_CLASSES - 1) -> int:
+        """A new connection's source port for ``key``; its rule (class ``cls``) installed."""
         sport = self._next_sport
         self._next_sport += 1
         if self._next_sport > 65000:
             raise RunAborted("out of source ports for connections")
         self.conn_key[sport] = key
         s, d, h = key
-        self.rule_cls[sport] = N_DATA_CLASSES - 1
-        self.switches.install_flow(h, sport, self._conn_rule(key, sport, N_DATA_CLASSES - 1))
+        self.rule_cls[sport] = cls
+        self.switches.install_flow(h, sport, self._conn_rule(key, sport, cls))
         return sport
 
     def prewarm(self) -> None:
@@ -836,7 +837,7 @@ class EmulationRun:
         new one."""
         pool = self.idle.get(key)
         if not pool:
-            return self._new_conn(key)
+            return self._new_conn(key, cls)
         same = [i for i, sport in enumerate(pool) if self.rule_cls.get(sport) == cls]
         return pool.pop(same[-1] if same else -1)
 
