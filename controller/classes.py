@@ -51,20 +51,17 @@ DSCP_BASE = 40
 """Data class ``k`` is marked DSCP ``DSCP_BASE + k``. DSCP 0 (unmarked) is control."""
 
 CONTROL_SHARE = 0.05
-
 """Guaranteed share of a link for unmarked (ACK/ARP) traffic."""
 
-BURST_SECONDS = 0.001
-"""HTB bucket size as time at the link rate ...
+BURST_SECONDS = 0.004
+"""HTB bucket size as time at the link rate (at least two full frames).
 
-What a link carries at once after an idle moment: the simulator has no such burst. The
-bucket used to be 4 ms and at least 4 frames (6056 B): at 2 Mbit/s (16 x 4 with
-``--rate auto``) 24 ms of free line rate, the whole of a 5 kB flow: a chain of 30 such
-flows took 0.30 s instead of 0.60 s. With 1 ms / 200 B: 0.65 s (30 hand-offs of about
-2 ms included), and a long flow of 2 s at 2, 10 and 20 Mbit/s took 2.003-2.008 s
-(measured on the switches, load 2.6-2.8)."""
-BURST_MIN_BYTES = 200
-"""... and at least this many bytes (HTB lets one frame through on a smaller bucket)."""
+What a link carries at once after an idle moment (the simulator has no such burst), and
+also what HTB can make up when the kernel dequeues late. A 1 ms bucket (200 B at least)
+made a chain of 5 kB flows at 2 Mbit/s exact at load 2.5, but lost link time on a busy
+machine: 4 x 2 at 20 Mbit/s, fifo seed 1, two interleaved repeats at load 9.5-11: median
+per-coflow error 24.7 / 24.3 % (mean CCT ratio 1.20 / 1.27) against 6.8 / 8.6 % (1.08 /
+1.07) with this bucket; lp-coflow 16.1 / 29.5 % against 4.7 / 21.0 %."""
 
 
 def dscp_of(cls: int) -> int:
@@ -83,10 +80,10 @@ def htb_priority_tree(intf: str, rate_bps: float) -> list[str]:
     r = int(round(rate_bps))
     ctl = max(int(r * CONTROL_SHARE), 8000)
     low = max(int(r * 1e-4), 8000)
-    # bucket: BURST_SECONDS of the link. A big bucket (Mininet uses 15 kB) lets a flow
-    # that starts on an idle link go out at line rate for its first frames, making short
-    # flows faster than the link rate allows.
-    b = max(BURST_MIN_BYTES, int(r / 8 * BURST_SECONDS))
+    # bucket: BURST_SECONDS of the link, at least two full frames. A big bucket (Mininet
+    # uses 15 kB) lets a flow that starts on an idle link go out at line rate for its
+    # first ten frames, making short flows faster than the link rate allows.
+    b = max(6056, int(r / 8 * BURST_SECONDS))
     lines = [
         f"qdisc replace dev {intf} root handle 1: htb default 10",
         f"class add dev {intf} parent 1: classid 1:1 htb rate {r}bit ceil {r}bit "
