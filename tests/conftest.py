@@ -24,8 +24,9 @@ def system():
     except EmulationError:
         subprocess.run(["bash", os.path.join(ROOT, "scripts", "setup-system.sh")], check=True)
         preflight()
-    clean()
-    yield
     from emulate.mininet.lock import hold
+    with hold():        # a run being set up has a run directory before its state file
+        clean()
+    yield
     with hold():        # another user's run on the machine would otherwise show as ours
         assert leftovers() == {"bridges": [], "interfaces": [], "run_dirs": []}
