@@ -28,8 +28,9 @@ demo: warm
 system:
 	bash scripts/setup-system.sh
 
+# --durations: the slowest tests in the log, to keep the suite well under 20 min on CI
 test: warm system
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=25 tests
 
 demo-emulation: warm system
 	$(BIN)/coflowemu demo-emulation

@@ -60,12 +60,8 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0,
 
 
 def assert_clean():
-    """Nothing of the run left behind, checked under the Mininet lock (another user's run
-    on the machine would otherwise show as ours)."""
     from emulate.mininet.clean import leftovers
-    from emulate.mininet.lock import hold
-    with hold():
-        assert leftovers() == {"bridges": [], "interfaces": [], "run_dirs": []}
+    assert leftovers(settled=True) == {"bridges": [], "interfaces": [], "run_dirs": []}
 
 
 def contest(rate=RATE) -> Workload:

@@ -85,3 +85,23 @@ def test_a_lock_file_of_another_account_is_refused(path):
     with pytest.raises(LockError, match="uid 65534"):
         with hold(path):
             pass
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the lock file must be root's")
+def test_settled_leftovers_wait_for_the_emulation_in_flight(path, tmp_path, monkeypatch):
+    """``leftovers(settled=True)`` looks under the lock: the run directory of an emulation
+    in flight (another process holding the lock) is not reported once it has finished."""
+    from emulate.mininet import clean, lock
+    state = tmp_path / "state"
+    run = state / "run-1"
+    run.mkdir(parents=True)
+    monkeypatch.setattr(clean, "STATE_DIR", str(state))
+    monkeypatch.setattr(lock, "LOCK_PATH", path)
+    script = HOLD + "    import shutil; shutil.rmtree(sys.argv[3])\n"      # before it lets go
+    other = subprocess.Popen([sys.executable, "-c", script, path, "1.0", str(run)],
+                             stdout=subprocess.PIPE, text=True,
+                             cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert other.stdout.readline().strip() == "held"
+    assert clean.leftovers()["run_dirs"] == ["run-1"]          # in flight
+    assert clean.leftovers(settled=True)["run_dirs"] == []     # after it finished
+    assert other.wait(10) == 0

@@ -56,4 +56,4 @@ def test_msjo_jobs_run_on_the_agents_by_the_verifiers_rules_and_as_simulated(
     err = (emu.job_completion - emu.job_release) / (sim.job_completion - sim.job_release) - 1
     assert np.abs(err).max() < 0.10, err
     assert emu.extra["emulation"]["api_errors"] == 0
-    assert leftovers() == {"bridges": [], "interfaces": [], "run_dirs": []}
+    assert leftovers(settled=True) == {"bridges": [], "interfaces": [], "run_dirs": []}

@@ -236,9 +236,18 @@ def stale_files() -> list[str]:
         d for d in _controller_dirs() if os.path.basename(d)[len("coflowemu-"):] not in runs]
 
 
-def leftovers(files: bool = False) -> dict:
+def leftovers(files: bool = False, settled: bool = False) -> dict:
     """What of ours exists now (bridges, interfaces, run dirs; with ``files`` the stale
-    files too): empty lists when clean."""
+    files too): empty lists when clean.
+
+    With ``settled``, look while holding the Mininet lock (:mod:`emulate.mininet.lock`):
+    every run holds it from build to teardown, so what is found then was left behind, not
+    an emulation of another process in flight.
+    """
+    if settled:
+        from emulate.mininet import lock        # (lock imports this module)
+        with lock.hold(lock.LOCK_PATH):
+            return leftovers(files)
     dirs = sorted(os.listdir(STATE_DIR)) if os.path.isdir(STATE_DIR) else []
     out = {"bridges": our_bridges(), "interfaces": our_interfaces(), "run_dirs": dirs}
     if files:
