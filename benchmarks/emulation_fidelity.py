@@ -130,7 +130,7 @@ def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, lo
                 f" load {os.getloadavg()[0]:.1f})")
         e = np.concatenate(errs)
         st = stats(e)
-        by_size = pooled_by_size(reports, errors_by_size)
+        by_size = errors_by_size(reports)
         rows.append({"hosts": hosts, "cores": cores, "rate_bps": rate,
                      "rate_auto": chosen.to_json() if chosen else None,
                      "time_scale": time_scale, "coflows": coflows, "mean_bytes": mean_bytes,
@@ -145,20 +145,6 @@ def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, lo
                      "event_to_rules_ms_median": float(np.nanmedian(lat)),
                      "load": os.getloadavg()[0]})
     return rows
-
-
-def pooled_by_size(reports, errors_by_size) -> list[dict]:
-    """Per size bucket over every seed's report."""
-    from emulate.mininet.fidelity import SIZE_BUCKETS_MB
-    out = []
-    for k, (lo, hi) in enumerate(zip(SIZE_BUCKETS_MB[:-1], SIZE_BUCKETS_MB[1:])):
-        sel = []
-        for r in reports:
-            size = np.array([c.total_bytes for c in r.workload.coflows], float) / 1e6
-            size = size[r.sim.cct > 0]
-            sel.append(r.errors[(size >= lo) & (size < hi)])
-        out.append({"lo_mb": lo, "hi_mb": hi, **stats(np.concatenate(sel))})
-    return out
 
 
 def table(rows) -> str:

@@ -16,9 +16,13 @@ number out of range, a line too long) is logged by the receiver and answered wit
 ``{"re": id-or-null, "ok": false, "error": "..."}``; the connection and the run go on.
 
 Agent -> controller
-    ``register {host, pid}``; ``flow_started {flow, t}`` (sender connected);
-    ``flow_done {flow, t, bytes}`` (receiver got every byte); ``plan {flow}`` (query: core,
-    class, paused, pacing of a flow); ``agent_error {flow?, error}``; ``ping``.
+    ``register {host, pid}``; ``flow_started {flow, t, t_cmd?, m?, m_cmd?}`` (the sender
+    wrote the flow's first byte at ``t``, having had the ``start`` since ``t_cmd``);
+    ``flow_done {flow, t, bytes, m?, m_first?}`` (receiver got every byte at ``t``, the
+    first one at ``m_first``); ``plan {flow}`` (query: core, class, paused, pacing of a
+    flow); ``agent_error {flow?, error}``; ``ping``. Times ``t*`` are wall-clock seconds,
+    ``m*`` the machine's monotonic clock (``time.monotonic``, one clock for every process
+    of the run: the hand-off's stages are measured with it).
 Engine -> controller
     ``watch`` (then receives ``progress``/``finished`` pushes); ``ping``.
 Controller -> agent
@@ -57,8 +61,10 @@ _NUM = (int, float)
 # op -> {field: (types, required)}
 AGENT_OPS: dict[str, dict[str, tuple[tuple, bool]]] = {
     "register": {"host": (_INT, True), "pid": (_INT, True)},
-    "flow_started": {"flow": (_INT, True), "t": (_NUM, True), "t_cmd": (_NUM, False)},
-    "flow_done": {"flow": (_INT, True), "t": (_NUM, True), "bytes": (_INT, True)},
+    "flow_started": {"flow": (_INT, True), "t": (_NUM, True), "t_cmd": (_NUM, False),
+                     "m": (_NUM, False), "m_cmd": (_NUM, False)},
+    "flow_done": {"flow": (_INT, True), "t": (_NUM, True), "bytes": (_INT, True),
+                  "m": (_NUM, False), "m_first": (_NUM, False)},
     "plan": {"flow": (_INT, True)},
     "agent_error": {"flow": (_INT + (type(None),), False), "error": ((str,), True)},
     "task_started": {"seg": (_INT, True), "t": (_NUM, True)},

@@ -27,7 +27,9 @@ What it installs on core switch ``c`` (datapath id ``0xcfe000 + c + 1``):
 * priority 100, one rule per agent connection (flows reuse idle connections between the
   same hosts on the same core): its TCP 4-tuple -> ``set_field ip_dscp=<class>``, output
   to the destination's port; modified whenever the class of the flow it carries changes
-  (cookie = the connection's source port).
+  (cookie = the connection's source port), in a thread of its own (``rules``) after the
+  agents have their signals. An idle connection keeps its rule: the next flow on it in
+  the same class needs no change.
 
 A second connection claiming the datapath id of a connected core (a takeover attempt)
 is refused, logged, and fails the run: the connected switch is never replaced.
@@ -43,6 +45,7 @@ import itertools
 import logging
 import os
 import pickle
+import queue
 import sys
 import threading
 import time
@@ -80,6 +83,8 @@ class CoflowController(app_manager.OSKenApp):
         self._pending_barrier: dict[int, list] = {}
         self._lock = threading.Lock()
         self._tokens = itertools.count(1)
+        self._rule_q: queue.Queue = queue.Queue()
+        threading.Thread(target=self._rule_loop, daemon=True, name="rules").start()
         if self.run is not None:
             self.run.switches = self
 
@@ -153,7 +158,8 @@ class CoflowController(app_manager.OSKenApp):
                 del self._pending_barrier[token]
             ms = (time.time() - t_event) * 1e3
             sink.append(ms)
-            self.run.decision(event="rules_installed", token=token, event_to_rules_ms=round(ms, 3))
+            self.run.decision(event="rules_installed", token=token, event_to_rules_ms=round(ms, 3),
+                              m=round(time.monotonic(), 6))
 
     @set_ev_cls(ofp_event.EventOFPErrorMsg, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def error_msg(self, ev):
@@ -197,14 +203,33 @@ class CoflowController(app_manager.OSKenApp):
             command=ofp.OFPFC_MODIFY_STRICT if modify else ofp.OFPFC_ADD,
             instructions=[parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]))
 
-    def barrier(self, cores, t_event: float, sink: list) -> None:
-        """Barrier on ``cores``; when all answered, ``sink`` gets the ms since ``t_event``."""
+    def apply_rules(self, ops, t_event: float, sink: list) -> int | None:
+        """Modify the rules ``ops`` (``(core, conn, rule)``, see :meth:`install_flow`)
+        and send a barrier to their cores, in the ``rules`` thread: the run's loop goes
+        on at once (serialising an OpenFlow message costs Python up to a millisecond on
+        a busy machine; the next event need not wait for it). When every core has
+        answered, ``sink`` gets the ms since ``t_event`` and the decision log a
+        ``rules_installed`` line with the returned token (None: no ops)."""
+        if not ops:
+            return None
         token = next(self._tokens)
-        dps = [self.datapaths[c] for c in cores if c in self.datapaths]
-        with self._lock:
-            self._pending_barrier[token] = [dp.id for dp in dps]
-        for dp in dps:
-            self._send_barrier(dp, ("rules", token, t_event, sink))
+        self._rule_q.put((list(ops), token, t_event, sink))
+        return token
+
+    def _rule_loop(self) -> None:
+        while True:
+            ops, token, t_event, sink = self._rule_q.get()
+            try:
+                for core, conn, rule in ops:
+                    self.install_flow(core, conn, rule, modify=True)
+                cores = sorted({core for core, _, _ in ops})
+                dps = [self.datapaths[c] for c in cores if c in self.datapaths]
+                with self._lock:
+                    self._pending_barrier[token] = [dp.id for dp in dps]
+                for dp in dps:
+                    self._send_barrier(dp, ("rules", token, t_event, sink))
+            except Exception:  # noqa: BLE001 - a lost switch is reported by state_change
+                log.exception("installing rules (token %d) failed", token)
 
     def _send_barrier(self, dp, what) -> None:
         msg = dp.ofproto_parser.OFPBarrierRequest(dp)

@@ -15,7 +15,8 @@ horizon), calls ``policy.plan(state)`` and *enforces* the plan:
   re-mapped at every event; a rule is modified when its flow's class changes;
 * a started flow the plan gives rate 0 is paused at its agent (and its rule drops to the
   lowest class) and resumed later;
-* a flow with a rate cap is paced by its agent (``SO_MAX_PACING_RATE``);
+* a flow with a rate cap is paced by its agent at its planned payload rate
+  (:mod:`emulate.mininet.pacer`);
 * with ``sharing="fair"`` every flow sends in one class and TCP shares.
 
 When a flow completes the rates are recomputed from the same plan (as the simulator
@@ -69,8 +70,6 @@ class RunConfig:
     n_hosts: int
     n_cores: int
     time_scale: float = 1.0
-    wire_overhead: float = 1514 / 1448
-    """Link rates are the fabric's times this, so TCP payload gets the fabric's rate."""
     data_port: int = 5001
     pause: bool = True
     """Pause started flows the plan gives rate 0 (else leave them in the lowest class)."""
@@ -144,7 +143,7 @@ class EmulationRun:
         self._next_sport = 10000
         self.idle: dict[tuple[int, int, int], list[int]] = {}  # (src, dst, core) -> sports
         self.conn_key: dict[int, tuple[int, int, int]] = {}
-        self._idle_rules: list = []
+        self.rule_cls: dict[int, int] = {}   # connection (source port) -> its rule's class
         self.flow_done = np.zeros(nf, dtype=bool)
         self.flow_completion = np.full(nf, np.nan)
         self.started_at = np.full(nf, np.nan)
@@ -165,6 +164,7 @@ class EmulationRun:
         self.policy_calls = 0
         self.applies = 0
         self.t0: float | None = None
+        self.m_loop = 0.0          # monotonic time the current batch of events was taken
         self.finished = False
         self.error: str | None = None
         self.stats: dict[str, list] = {"policy_ms": [], "snapshot_ms": [],
@@ -255,7 +255,9 @@ class EmulationRun:
                                f"not by host {ch.host}")
             if self.status[f] == IDLE:
                 raise ApiError(f"flow_started: flow {f} was never started")
-            self.events.put(("flow_started", time.time(), (f, msg["t"], msg.get("t_cmd"))))
+            self.events.put(("flow_started", time.time(), (f, msg["t"], msg.get("t_cmd"), {
+                "m_cmd": msg.get("m_cmd"), "m_write": msg.get("m"),
+                "m_recv": time.monotonic()})))
         elif op == "flow_done":
             if ch.host != a.dst[f]:
                 raise ApiError(f"flow_done: flow {f} is received by host {a.dst[f]}, "
@@ -265,7 +267,9 @@ class EmulationRun:
                                f"report says {msg['bytes']}")
             if self.status[f] in (IDLE, DONE):
                 raise ApiError(f"flow_done: flow {f} is {_STATUS[self.status[f]]}")
-            self.events.put(("flow_done", time.time(), (f, msg["t"])))
+            self.events.put(("flow_done", time.time(), (f, msg["t"], {
+                "m_done": msg.get("m"), "m_first": msg.get("m_first"),
+                "m_recv": time.monotonic()})))
         ch.answer(msg["id"])
 
     def register_info(self, host: int) -> dict:
@@ -354,14 +358,16 @@ class EmulationRun:
                 continue
             self._handle_setup(ev)
 
-    def _new_conn(self, key: tuple[int, int, int]) -> int:
+    def _new_conn(self, key: tuple[int, int, int], cls: int = N_DATA_CLASSES - 1) -> int:
+        """A new connection's source port for ``key``; its rule (class ``cls``) installed."""
         sport = self._next_sport
         self._next_sport += 1
         if self._next_sport > 65000:
             raise RunAborted("out of source ports for connections")
         self.conn_key[sport] = key
         s, d, h = key
-        self.switches.install_flow(h, sport, self._conn_rule(key, sport, N_DATA_CLASSES - 1))
+        self.rule_cls[sport] = cls
+        self.switches.install_flow(h, sport, self._conn_rule(key, sport, cls))
         return sport
 
     def prewarm(self) -> None:
@@ -448,6 +454,7 @@ class EmulationRun:
             while self.timers and self.timers[0].at <= time.time():
                 tm = heapq.heappop(self.timers)
                 batch.append((tm.kind, time.time(), tm.data))
+            self.m_loop = time.monotonic()
             first = self._handle(batch, first)
 
     def on_t0(self) -> None:
@@ -505,17 +512,17 @@ class EmulationRun:
                     replan = replan or "horizon"
                 self.release(data)
             elif kind == "flow_done":
-                f, t_done = data
+                f, t_done, marks = data
                 if self.status[f] == DONE:
                     continue
-                completed += self._flow_done(f, t_done)
+                completed += self._flow_done(f, t_done, marks)
                 reapply = True
             elif kind == "flow_started":
-                f, t, t_cmd = data
+                f, t, t_cmd, marks = data
                 if np.isnan(self.started_at[f]):
                     self.started_at[f] = t
                     self.decision(event="flow_started", flow=f, tw_started=self.now_w(t),
-                                  t_cmd=t_cmd, t_conn=t)
+                                  t_cmd=t_cmd, t_conn=t, **_marks(marks))
             elif kind == "horizon":
                 if data == self.plan_seq:
                     replan = replan or "horizon"
@@ -566,7 +573,7 @@ class EmulationRun:
         return first
 
     # ------------------------------------------------------------------ bookkeeping
-    def _flow_done(self, f: int, t_done: float) -> list[int]:
+    def _flow_done(self, f: int, t_done: float, marks: dict | None = None) -> list[int]:
         a = self.arrays
         tw = self.now_w(t_done)
         self._close_segment(f, t_done, float(a.size[f]))
@@ -578,9 +585,8 @@ class EmulationRun:
         sport = int(self.sport[f])
         key = self.conn_key[sport]
         self.idle.setdefault(key, []).append(sport)
-        # an idle connection's rule drops to the lowest class (sent after the signals)
-        self._idle_rules.append((key[2], sport, self._conn_rule(key, sport, N_DATA_CLASSES - 1)))
-        self.decision(event="flow_done", flow=f, tw_done=tw)
+        self.decision(event="flow_done", flow=f, tw_done=tw, m_loop=round(self.m_loop, 6),
+                      **_marks(marks))
         k = int(a.coflow[f])
         return [k] if self.lifecycle.finish_flow(f, tw) else []
 
@@ -736,7 +742,7 @@ class EmulationRun:
         new_cls = dict(zip(run_flows.tolist(), classes.tolist()))
         run_rate = dict(zip(order.tolist(), rate.tolist()))
         launches, updates, of_ops = [], {}, []
-        log_launch, log_pause, log_resume, log_cls = [], [], [], []
+        log_launch, log_pause, log_resume, log_cls, log_pace = [], [], [], [], []
         t_now = time.time()
         for f in order.tolist():
             st = self.status[f]
@@ -744,7 +750,7 @@ class EmulationRun:
                 c = new_cls[f]
                 # capped flows, and fair shares (TCP alone splits a link unevenly
                 # between an old and a new flow: 12.7 / 7.3 Mbit/s measured), are paced
-                pace = (run_rate[f] * 8.0 / self.scale * self.cfg.wire_overhead
+                pace = (run_rate[f] * 8.0 / self.scale
                         if np.isfinite(cap[f]) or plan.sharing == "fair" else np.nan)
                 if st == IDLE:
                     h = int(core[f])
@@ -754,11 +760,11 @@ class EmulationRun:
                     self.pace[f] = pace
                     key = (int(a.src[f]), int(a.dst[f]), h)
                     pool = self.idle.get(key)
-                    self.sport[f] = pool.pop() if pool else self._new_conn(key)
-                    of_ops.append((h, int(self.sport[f]), self._rule(f, h, c)))
+                    self.sport[f] = self._take_conn(key, c)
+                    self._mark(f, c, of_ops)
                     launches.append(f)
                     self.seg_t[f], self.seg_rx[f] = t_now, 0.0
-                    log_launch.append((f, h, c))
+                    log_launch.append((f, h, c, None if np.isnan(pace) else round(pace / 1e6, 4)))
                     continue
                 changed = {}
                 if st == PAUSED:
@@ -768,13 +774,13 @@ class EmulationRun:
                     self.seg_t[f], self.seg_rx[f] = t_now, self.rx[f]
                 if c != self.cls[f]:
                     self.cls[f] = c
-                    h = int(self.pinned[f])
-                    of_ops.append((h, int(self.sport[f]), self._rule(f, h, c)))
+                    self._mark(f, c, of_ops)
                     changed["tos"] = tos_of(c)
                     log_cls.append((f, c))
                 if not (np.isnan(pace) and np.isnan(self.pace[f])) and pace != self.pace[f]:
                     self.pace[f] = pace
                     changed["pace_bps"] = None if np.isnan(pace) else float(pace)
+                    log_pace.append((f, None if np.isnan(pace) else round(pace / 1e6, 4)))
                 if changed:
                     updates.setdefault(int(a.src[f]), []).append(
                         {"flow": f, "tos": tos_of(int(self.cls[f])),
@@ -788,15 +794,16 @@ class EmulationRun:
                 lowest = N_DATA_CLASSES - 1
                 if self.cls[f] != lowest:
                     self.cls[f] = lowest
-                    h = int(self.pinned[f])
-                    of_ops.append((h, int(self.sport[f]), self._rule(f, h, lowest)))
+                    self._mark(f, lowest, of_ops)
                 updates.setdefault(int(a.src[f]), []).append(
                     {"flow": f, "tos": tos_of(lowest), "paused": True,
                      "pace_bps": None if np.isnan(self.pace[f]) else float(self.pace[f])})
-        # The agents first: they are what starts and stops bytes, and Python's OpenFlow
-        # serialisation costs about a millisecond per message on a busy machine. A
-        # reused connection's rule has the lowest class until its modify lands a few
-        # milliseconds later (set when its previous flow ended, see _flow_done).
+        # The agents first: they are what starts and stops bytes; the rules follow in the
+        # switches' own thread (Python's OpenFlow serialisation costs up to a millisecond
+        # per message on a busy machine). A reused connection keeps its rule's class from
+        # its previous flow: a flow in the same class needs no rule change at all; in
+        # another class, its first packets cross the switch in the old one until the
+        # modify lands (10-30 ms later with the userspace switch under load).
         for f in launches:
             h = int(self.pinned[f])
             s, d = int(a.src[f]), int(a.dst[f])
@@ -808,14 +815,8 @@ class EmulationRun:
                      "pace_bps": None if np.isnan(self.pace[f]) else float(self.pace[f])})
         for host, items in updates.items():
             self.agents[host].send({"op": "update", "id": 0, "flows": items})
-        of_ops += self._idle_rules
-        self._idle_rules = []
-        touched = set()
-        for h, sport, rule in of_ops:
-            self.switches.install_flow(h, sport, rule, modify=True)
-            touched.add(h)
-        if touched:
-            self.switches.barrier(sorted(touched), t_recv, self.stats["event_to_rules_ms"])
+        m_signal = time.monotonic()
+        token = self.switches.apply_rules(of_ops, t_recv, self.stats["event_to_rules_ms"])
         self.stats["event_to_signal_ms"].append((time.time() - t_recv) * 1e3)
         self.est_rate[:] = 0.0
         for f, r in run_rate.items():
@@ -826,13 +827,28 @@ class EmulationRun:
             self.snapshot_async(log_pause + log_resume + [f for f, _ in log_cls])
         self.decision(event="apply", why=why, seq=self.plan_seq, apply_ms=round(apply_ms, 3),
                       launch=log_launch,
-                      pause=log_pause, resume=log_resume, reclass=log_cls,
+                      pause=log_pause, resume=log_resume, reclass=log_cls, pace=log_pace,
                       running=int((self.status == RUNNING).sum()),
-                      paused=int((self.status == PAUSED).sum()))
+                      paused=int((self.status == PAUSED).sum()),
+                      m_loop=round(self.m_loop, 6), m_signal=round(m_signal, 6), rules=token)
 
-    def _rule(self, f: int, core: int, cls: int) -> dict:
-        a = self.arrays
-        return self._conn_rule((int(a.src[f]), int(a.dst[f]), core), int(self.sport[f]), cls)
+    def _take_conn(self, key: tuple[int, int, int], cls: int) -> int:
+        """An idle connection for ``key`` (one whose rule has class ``cls`` if any), or a
+        new one."""
+        pool = self.idle.get(key)
+        if not pool:
+            return self._new_conn(key, cls)
+        same = [i for i, sport in enumerate(pool) if self.rule_cls.get(sport) == cls]
+        return pool.pop(same[-1] if same else -1)
+
+    def _mark(self, f: int, cls: int, of_ops: list) -> None:
+        """Flow ``f``'s connection is to carry class ``cls``: a rule change in ``of_ops``
+        unless its rule has that class already."""
+        sport = int(self.sport[f])
+        if self.rule_cls.get(sport) != cls:
+            self.rule_cls[sport] = cls
+            key = self.conn_key[sport]
+            of_ops.append((key[2], sport, self._conn_rule(key, sport, cls)))
 
     def _conn_rule(self, key: tuple[int, int, int], sport: int, cls: int) -> dict:
         s, d, h = key
@@ -900,6 +916,11 @@ def _intruder(data) -> str:
 
 def _ignore(_answer) -> None:
     pass
+
+
+def _marks(marks: dict | None) -> dict:
+    """Monotonic stamps for a decision line (rounded to the microsecond, absent dropped)."""
+    return {k: round(v, 6) for k, v in (marks or {}).items() if v is not None}
 
 
 def _summary(values) -> dict:

@@ -25,6 +25,8 @@ def system():
     except EmulationError:
         subprocess.run(["bash", os.path.join(ROOT, "scripts", "setup-system.sh")], check=True)
         preflight()
-    clean()
+    from emulate.mininet.lock import hold
+    with hold():        # a run being set up has a run directory before its state file
+        clean()
     yield
     assert leftovers(settled=True) == {"bridges": [], "interfaces": [], "run_dirs": []}

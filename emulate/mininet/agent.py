@@ -19,7 +19,9 @@ then serves two roles (three when the host is a machine of a joint workload):
   (opening it if needed) from the host's address on the flow's core to the destination's
   address on that core (the controller has the rule for exactly that 4-tuple), marking
   the class's TOS on the socket (the host-side HTB tree acts on it), optionally paced
-  (``SO_MAX_PACING_RATE``). ``update`` changes TOS, pacing and pause/resume of a flow.
+  at a payload rate (:class:`~emulate.mininet.pacer.Pacer`, in the agent: the kernel's
+  ``SO_MAX_PACING_RATE`` keeps a lowered rate for seconds after it is raised). ``update``
+  changes TOS, pacing and pause/resume of a flow.
 
 * **machine**: when the registration answer gives the host a ``capacity``, ``task_run``
   and ``task_stop`` run segments of compute tasks against it (:mod:`emulate.mininet.slots`:
@@ -50,6 +52,7 @@ import time
 
 from controller.api import CONTROLLER_OPS, ApiError, Channel, parse, validate
 from emulate.mininet.copies import Copies, SpeedPath
+from emulate.mininet.pacer import Pacer
 from emulate.mininet.slots import Slots
 
 HEADER = struct.Struct("!4sIQ")
@@ -58,8 +61,14 @@ CHUNK = 16384
 SNDBUF = 0
 """Requested send buffer (0: the kernel's autotuning); TCP_NOTSENT_LOWAT bounds unsent data."""
 NOTSENT_LOWAT = 8192
+CONGESTION = b"cubic"
+"""Every sender's congestion control, whatever the machine's default: Linux's usual one,
+so that runs do not depend on the machine. (The hosts' ``sysctl
+net.ipv4.tcp_congestion_control=cubic`` fails in a network namespace unless cubic is in
+``tcp_allowed_congestion_control``: on this VM the hosts silently ran BBR, seen with
+``ss -ti``. On 4 x 2, fifo / sebf / lp-coflow, seeds 1-2, the two differ by less than
+repeats of either do.)"""
 TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
-SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)
 RCV_CHUNK = 65536
 TCP_INFO_LEN = 232
 TCPI_BYTES_RECEIVED = 128
@@ -238,6 +247,7 @@ class Agent:
                 head = _recv_exact(conn, HEADER.size)
                 if head is None:
                     return
+                m_first = time.monotonic()
                 magic, flow, size = HEADER.unpack(head)
                 if magic != MAGIC:
                     self.report_error(None, f"bad stream header {head!r}")
@@ -254,7 +264,7 @@ class Agent:
                     if n == 0:
                         break
                     got += n
-                t = time.time()
+                t, m = time.time(), time.monotonic()
                 offset += got
                 with self.rx_lock:
                     self.rx[flow] = got
@@ -262,7 +272,8 @@ class Agent:
                 if got < size:
                     self.report_error(flow, f"connection closed after {got} of {size} bytes")
                     return
-                self.ch.send({"op": "flow_done", "id": 0, "flow": flow, "t": t, "bytes": got})
+                self.ch.send({"op": "flow_done", "id": 0, "flow": flow, "t": t, "bytes": got,
+                              "m": m, "m_first": m_first})
         except OSError as e:
             if not self.stopping.is_set():
                 self.report_error(flow, f"receive failed: {e}")
@@ -291,25 +302,36 @@ class Job:
         self.msg = msg
         self.flow = msg["flow"]
         self.size = msg["bytes"]
-        self.t_cmd = time.time()
+        self.t_cmd, self.m_cmd = time.time(), time.monotonic()
         self.go = threading.Event()
         if not msg["paused"]:
             self.go.set()
+        self.kick = threading.Event()   # wakes a writer waiting for its pacer
         self.tos = msg["tos"]
-        self.pace = msg.get("pace_bps")
+        self.pacer = Pacer(_bytes_per_s(msg.get("pace_bps")))
         self.conn: "Connection | None" = None
 
     def update(self, item: dict) -> None:
         if isinstance(item.get("tos"), int):
             self.tos = item["tos"]
         if "pace_bps" in item:
-            self.pace = item["pace_bps"]
+            self.pacer.set_rate(_bytes_per_s(item["pace_bps"]))
         if self.conn is not None:
             self.conn.apply(self)
         if item.get("paused"):
             self.go.clear()
         else:
             self.go.set()
+        self.kick.set()
+
+
+def _bytes_per_s(pace_bps) -> float | None:
+    """A message's ``pace_bps`` (payload bits/s, > 0, or None) as the pacer's rate."""
+    if pace_bps is None:
+        return None
+    if not pace_bps > 0:
+        raise ApiError(f"pace_bps must be > 0 or null, got {pace_bps!r}")
+    return pace_bps / 8.0
 
 
 class Connection(threading.Thread):
@@ -328,21 +350,12 @@ class Connection(threading.Thread):
         self.jobs: queue.Queue = queue.Queue()
         self.sock: socket.socket | None = None
         self.lock = threading.Lock()
-        self.paced = False
 
     def apply(self, job: Job) -> None:
+        """Mark the socket with ``job``'s class (its TOS)."""
         with self.lock:
-            s = self.sock
-            if s is None:
-                return
-            s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, int(job.tos))
-            if job.pace is None and not self.paced:
-                return
-            # bytes/s as an unsigned 32-bit value; ~0 means "no pacing"
-            pace = 0xFFFFFFFF if job.pace is None else max(int(job.pace / 8), 1000)
-            s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE,
-                         struct.pack("I", min(pace, 0xFFFFFFFF)))
-            self.paced = job.pace is not None
+            if self.sock is not None:
+                self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, int(job.tos))
 
     def _connect(self) -> None:
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -351,6 +364,10 @@ class Connection(threading.Thread):
             s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.agent.sndbuf)
         # unsent bytes in the socket stay few: a pause takes effect at once
         s.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, NOTSENT_LOWAT)
+        try:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, CONGESTION)
+        except OSError:
+            pass                  # not available here: the host's default
         s.bind((self.src_addr, self.sport))
         for attempt in range(50):
             try:
@@ -382,16 +399,25 @@ class Connection(threading.Thread):
                 job.conn = self
                 self.apply(job)
                 s = self.sock
-                self.agent.ch.send({"op": "flow_started", "id": 0, "flow": job.flow,
-                                    "t": time.time(), "t_cmd": job.t_cmd})
+                t, m = time.time(), time.monotonic()
                 s.sendall(HEADER.pack(MAGIC, job.flow, job.size))
+                # the report after the first byte: it is not on the hand-off's path
+                self.agent.ch.send({"op": "flow_started", "id": 0, "flow": job.flow,
+                                    "t": t, "t_cmd": job.t_cmd, "m": m, "m_cmd": job.m_cmd})
                 left = job.size
                 while left > 0:
                     if not job.go.is_set():
                         job.go.wait()
                     if self.agent.stopping.is_set():
                         return
-                    left -= s.send(zeros[:min(CHUNK, left)])
+                    job.kick.clear()     # (before the grant: a rate change wakes the wait)
+                    n, wait = job.pacer.grant(min(CHUNK, left))
+                    if not n:
+                        job.kick.wait(wait)
+                        continue
+                    k = s.send(zeros[:n])
+                    job.pacer.refund(n - k)
+                    left -= k
                 job.conn = None
                 self.agent.flows.pop(job.flow, None)
                 job = None

@@ -353,7 +353,7 @@ class MininetRun:
                         ofp_path=os.path.join(ofp_dir, "of.sock"),
                         n_hosts=n_hosts, n_cores=w.fabric.cores, time_scale=self.time_scale,
                         interactive=self.interactive,
-                        wire_overhead=self.wire_overhead, pause=self.pause,
+                        pause=self.pause,
                         class_mapping=self.class_mapping, run_timeout=self.timeout,
                         exact_state=self.exact_state)
         with open(os.path.join(self.run_dir, "config.json"), "w") as fh:

@@ -195,16 +195,19 @@ SIZE_BUCKETS_MB = (0.0, 0.5, 2.0, 8.0, float("inf"))
 """Coflow size buckets (total MB) of :func:`errors_by_size`."""
 
 
-def errors_by_size(report: FidelityReport, edges=SIZE_BUCKETS_MB) -> list[dict]:
-    """Per size bucket (coflow bytes): how many coflows, median and p90 error."""
-    size = np.array([c.total_bytes for c in report.workload.coflows], float) / 1e6
-    ok = report.sim.cct > 0
-    size, e = size[ok], report.errors
-    out = []
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        sel = e[(size >= lo) & (size < hi)]
-        out.append({"lo_mb": lo, "hi_mb": hi, **_stats(sel)})
-    return out
+def errors_by_size(reports, edges=SIZE_BUCKETS_MB) -> list[dict]:
+    """Per size bucket (coflow bytes): how many coflows, median and p90 error, pooled
+    over ``reports`` (one :class:`FidelityReport` or several, e.g. seeds)."""
+    if isinstance(reports, FidelityReport):
+        reports = [reports]
+    size, e = [], []
+    for r in reports:
+        mb = np.array([c.total_bytes for c in r.workload.coflows], float) / 1e6
+        size.append(mb[r.sim.cct > 0])
+        e.append(r.errors)
+    size, e = np.concatenate(size), np.concatenate(e)
+    return [{"lo_mb": lo, "hi_mb": hi, **_stats(e[(size >= lo) & (size < hi)])}
+            for lo, hi in zip(edges[:-1], edges[1:])]
 
 
 def mean_cct_ratio(report: FidelityReport) -> float:
