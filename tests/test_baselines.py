@@ -374,7 +374,7 @@ def test_get_policy_names_the_options_a_policy_takes_when_given_another():
     with pytest.raises(PolicyError, match="its options: allocation='varys'"):
         get_policy("sebf@allocation_mode=x")
     with pytest.raises(PolicyError, match="its options: none"):
-        get_policy("fifo@anything=1")
+        get_policy("weaver@anything=1")
     p = get_policy("sebf@allocation=varys")    # the default: the label is the bare name
     assert p.label == "sebf"
     assert get_policy("aalo", queues=3).label == "aalo@queues=3"

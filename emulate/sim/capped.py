@@ -565,6 +565,12 @@ def _relabel(order, keep, label, space):
     theirs (increasing along ``order``), the others get labels spread between their kept
     neighbours. Returns False (nothing changed) when a gap has no room: relabel all."""
     n = order.shape[0]
+    # the gaps: runs order[i:j] of coflows not kept, between labels lo and hi
+    gap_i = np.empty(n + 1, dtype=np.int64)
+    gap_j = np.empty(n + 1, dtype=np.int64)
+    gap_lo = np.empty(n + 1, dtype=np.int64)
+    gap_step = np.empty(n + 1, dtype=np.int64)
+    gaps = 0
     i = 0
     lo = 0
     while i < n:
@@ -574,26 +580,16 @@ def _relabel(order, keep, label, space):
         hi = label[order[j]] if j < n else space
         cnt = j - i
         if cnt > 0:
-            if hi - lo <= cnt:
-                return False
             step = (hi - lo) // (cnt + 1)
-            if step < 1:
+            if hi - lo <= cnt or step < 1:
                 return False
+            gap_i[gaps], gap_j[gaps], gap_lo[gaps], gap_step[gaps] = i, j, lo, step
+            gaps += 1
         i = j + 1
         lo = hi
-    i = 0
-    lo = 0
-    while i < n:
-        j = i
-        while j < n and not keep[j]:
-            j += 1
-        hi = label[order[j]] if j < n else space
-        cnt = j - i
-        step = (hi - lo) // (cnt + 1) if cnt > 0 else 0
-        for q in range(cnt):
-            label[order[i + q]] = lo + (q + 1) * step
-        i = j + 1
-        lo = hi
+    for g in range(gaps):          # every gap has room: relabel
+        for q in range(gap_j[g] - gap_i[g]):
+            label[order[gap_i[g] + q]] = gap_lo[g] + (q + 1) * gap_step[g]
     return True
 
 
