@@ -133,6 +133,24 @@ def test_a_flow_pinned_to_core_k_shows_its_bytes_on_core_k_ports_only(system, fi
     assert_clean()
 
 
+def test_every_host_route_floors_the_retransmission_timeout_at_a_few_ms(system):
+    """Linux's 200 ms RTO floor cost a CI run's flow 0.2 s after a loss; every route a
+    host's flows take (each core's subnet, the hairpin route) carries ``rto_min``."""
+    from emulate.mininet.lock import hold
+    from topologies.mininet_topo import RTO_MIN_MS, ParallelTopo, build_network
+    with hold():
+        net = build_network(ParallelTopo(hosts=2, cores=2, rates=(RATE, RATE)), 6653)
+        try:
+            for h in net.hosts:
+                routes = [r for t in ("main", "100", "101")
+                          for r in h.cmd(f"ip -4 route show table {t}").splitlines()]
+                assert len(routes) == 4, routes   # two subnets, two hairpins
+                assert all(f"rto_min lock {RTO_MIN_MS}ms" in r for r in routes), routes
+        finally:
+            net.stop()
+    assert_clean()
+
+
 KILL_SCRIPT = textwrap.dedent('''
     import sys
     from controller.model import Coflow, Flow, Workload
