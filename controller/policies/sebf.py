@@ -44,8 +44,8 @@ import numpy as np
 from controller.plan import CoflowPlan, Plan, State, single_core
 from controller.policies.base import Policy, PolicyError, one_of, register
 from controller.policies.offline_madd import BW_EPS, SIZE_EPS_BYTES, offline_madd
-from controller.policies.portload import (CoflowLoads, FlowIndex, index_for, madd_caps,
-                                         ordered_plan, tie_groups)
+from controller.policies.portload import (CoflowLoads, FlowIndex, coflow_priority_plan,
+                                         index_for, madd_caps, ordered_plan, tie_groups)
 
 #: ``Sebf(allocation=...)``: Varys's (the default) or Sincronia's offline simulator's
 ALLOCATIONS = ("varys", "sincronia-offline")
@@ -143,7 +143,7 @@ class Sebf(Policy):
         rate, dt = offline_madd(flows, bounds, a.src, a.dst,
                                 np.asarray(state.remaining, dtype=np.float64), port,
                                 a.ports, self._dead, SIZE_EPS_BYTES, BW_EPS)
-        plan, _, _ = ordered_plan(state, idx, order, backfill=False)
+        plan = coflow_priority_plan(state, idx, order, backfill=False)
         cap = np.zeros(a.n_flows)
         cap[flows] = rate * 8.0
         plan.rate_cap = cap

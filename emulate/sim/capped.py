@@ -72,8 +72,9 @@ INL = dict(cache=True, inline="always")
 
 # the shared helpers of emulate.sim.matching, compiled again from the same source to be
 # inlined into the kernels below
-_advance = numba.njit(**INL)(advance_flow.py_func)
-_joins = numba.njit(**INL)(joins_stop.py_func)
+# (NUMBA_DISABLE_JIT leaves plain functions, without ``py_func``)
+_advance = numba.njit(**INL)(getattr(advance_flow, "py_func", advance_flow))
+_joins = numba.njit(**INL)(getattr(joins_stop, "py_func", joins_stop))
 
 
 # ----------------------------------------------------------------------------- due heap
