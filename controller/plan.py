@@ -87,7 +87,7 @@ class Plan:
                 want = np.zeros(a.n_flows, dtype=np.bool_)
                 want[flows] = True
             head = ordered_flows(np.asarray(self.coflow_order, dtype=np.int64), a.coflow_ptr,
-                                 a.coflow_flows, want)
+                                 a.coflow_flows, want, NO_SLOT, -1)
             if len(head) == len(flows):
                 return head
             want = want.copy()
@@ -156,9 +156,11 @@ def _check_cores(core, eligible, pinned, done, cores):
 
 
 @numba.njit(cache=True)
-def ordered_flows(order, ptr, flows, want):
+def ordered_flows(order, ptr, flows, want, slot, want_slot):
     """The flows of the coflows ``order`` with ``want[f]``, coflow after coflow, by
-    index inside (``ptr``, ``flows``: ``FlowArrays.coflow_ptr``, ``coflow_flows``)."""
+    index inside (``ptr``, ``flows``: ``FlowArrays.coflow_ptr``, ``coflow_flows``); with
+    ``want_slot`` >= 0 only those whose ``slot[f] >= 0`` is ``want_slot == 1`` (an
+    engine's per-flow place, -1 for none; else ``slot`` is not read)."""
     n = 0
     for k in order:
         n += ptr[k + 1] - ptr[k]
@@ -167,10 +169,14 @@ def ordered_flows(order, ptr, flows, want):
     for k in order:
         for q in range(ptr[k], ptr[k + 1]):
             f = flows[q]
-            if want[f]:
+            if want[f] and (want_slot < 0 or (slot[f] >= 0) == (want_slot == 1)):
                 out[n] = f
                 n += 1
     return out[:n]
+
+
+#: ``ordered_flows``'s ``slot`` when ``want_slot`` is -1
+NO_SLOT = np.zeros(0, dtype=np.int64)
 
 
 @numba.njit(cache=True)
