@@ -15,7 +15,13 @@ coflows held as arrays) against, in the same run, the flow-by-flow reference rea
 ``tests/test_workload_arrays.py`` (a dict and a Flow object per flow, as the reader once
 did; it builds the identical workload). Target (issue #18): under 0.5 s.
 
-Usage: ``python benchmarks/sim_fb2010.py [--trace PATH] [--policies a,b] [--prefix N]``
+``--cores 1,2,4`` repeats the table of full simulations on ``m`` parallel cores (each
+server has one link of 2^30 bit/s to each core; ``--multi-policies``, default the
+policies the parallel-network papers compare: lp-flow, lp-coflow, weaver, sebf, aalo,
+sincronia).
+
+Usage: ``python benchmarks/sim_fb2010.py [--trace PATH] [--policies a,b] [--prefix N]
+[--cores 1,2,4] [--multi-policies a,b]``
 """
 from __future__ import annotations
 
@@ -33,6 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 DEFAULT_TRACE = os.path.join(HERE, "..", "..", "shared", "traces", "FB2010-1Hr-150-0.txt")
 POLICIES = "fifo,scf,ncf,lcf,sebf,aalo,sincronia,fair,lp-single,lp-coflow"
+MULTI_POLICIES = "lp-flow,lp-coflow,weaver,sebf,aalo,sincronia"
 
 
 def main() -> None:
@@ -41,6 +48,10 @@ def main() -> None:
     ap.add_argument("--policies", default=POLICIES)
     ap.add_argument("--prefix", type=int, default=60,
                     help="coflows in the incremental-vs-rescan comparison")
+    ap.add_argument("--cores", default="1",
+                    help="comma-separated m values for the table of full simulations")
+    ap.add_argument("--multi-policies", default=MULTI_POLICIES,
+                    help="the policies simulated on m > 1 cores")
     args = ap.parse_args()
     if not os.path.exists(args.trace):
         raise SystemExit(f"trace not found: {args.trace} (see README: The Facebook trace)")
@@ -76,13 +87,17 @@ def main() -> None:
               f"incremental {what} {times[True]:.2f} s, rescan {times[False]:.2f} s, "
               f"speed-up x{times[False] / times[True]:.1f}")
 
-    print(f"\n{'policy':<12}{'wall s':>9}{'events':>10}{'plans':>7}{'mean CCT s':>12}")
-    for name in args.policies.split(","):
-        t = time.perf_counter()
-        r = simulate(w, get_policy(name))
-        wall = time.perf_counter() - t
-        print(f"{name:<12}{wall:>9.1f}{r.events:>10}{r.extra.get('policy_calls', 0):>7}"
-              f"{r.cct.mean():>12.2f}", flush=True)
+    for m in map(int, args.cores.split(",")):
+        wm = w if m == 1 else read_fb_trace(args.trace, cores=m)
+        names = args.policies if m == 1 else args.multi_policies
+        print(f"\n{m} core(s)\n{'policy':<12}{'wall s':>9}{'events':>10}{'plans':>7}"
+              f"{'mean CCT s':>12}")
+        for name in names.split(","):
+            t = time.perf_counter()
+            r = simulate(wm, get_policy(name))
+            wall = time.perf_counter() - t
+            print(f"{name:<12}{wall:>9.1f}{r.events:>10}{r.extra.get('policy_calls', 0):>7}"
+                  f"{r.cct.mean():>12.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -83,13 +83,11 @@ class Plan:
             return flows if want is not None else np.sort(flows)
         if self.coflow_order is not None and len(self.coflow_order):
             a = state.arrays
-            ptr, grouped = a.coflow_ptr, a.coflow_flows
             if want is None:
                 want = np.zeros(a.n_flows, dtype=np.bool_)
                 want[flows] = True
-            parts = [grouped[ptr[k]:ptr[k + 1]] for k in self.coflow_order]
-            head = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-            head = head[want[head]]
+            head = ordered_flows(np.asarray(self.coflow_order, dtype=np.int64), a.coflow_ptr,
+                                 a.coflow_flows, want, NO_SLOT, -1)
             if len(head) == len(flows):
                 return head
             want = want.copy()
@@ -155,6 +153,30 @@ def _check_cores(core, eligible, pinned, done, cores):
         if moved < 0 and pinned[f] >= 0 and core[f] != pinned[f] and not done[f]:
             moved = f
     return bad, moved
+
+
+@numba.njit(cache=True)
+def ordered_flows(order, ptr, flows, want, slot, want_slot):
+    """The flows of the coflows ``order`` with ``want[f]``, coflow after coflow, by
+    index inside (``ptr``, ``flows``: ``FlowArrays.coflow_ptr``, ``coflow_flows``); with
+    ``want_slot`` >= 0 only those whose ``slot[f] >= 0`` is ``want_slot == 1`` (an
+    engine's per-flow place, -1 for none; else ``slot`` is not read)."""
+    n = 0
+    for k in order:
+        n += ptr[k + 1] - ptr[k]
+    out = np.empty(n, dtype=np.int64)
+    n = 0
+    for k in order:
+        for q in range(ptr[k], ptr[k + 1]):
+            f = flows[q]
+            if want[f] and (want_slot < 0 or (slot[f] >= 0) == (want_slot == 1)):
+                out[n] = f
+                n += 1
+    return out[:n]
+
+
+#: ``ordered_flows``'s ``slot`` when ``want_slot`` is -1
+NO_SLOT = np.zeros(0, dtype=np.int64)
 
 
 @numba.njit(cache=True)
@@ -237,10 +259,14 @@ def coflow_order_plan(state: State, order, core: np.ndarray | None = None,
 
     Coflows not in ``order`` come after, by index. Inside a coflow flows are ranked by
     index (readers list a coflow's flows by (src, dst)). ``core`` defaults to the flow's
-    pinned core, else core 0.
+    pinned core, else core 0. On one core the plan is a :class:`CoflowPlan` without caps:
+    its ranks are only built if read (engines read the order), so it costs O(1), not a
+    pass over every flow.
     """
     a = state.arrays
     order = np.asarray(order, dtype=np.int64)
+    if core is None and a.cores == 1:
+        return CoflowPlan(state, order, single_core(a), **kw)
     pos = np.full(a.n_coflows, len(order), dtype=np.float64)
     pos[order] = np.arange(len(order), dtype=np.float64)
     rank = np.empty(a.n_flows)

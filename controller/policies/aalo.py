@@ -34,7 +34,7 @@ import numpy as np
 
 from controller.plan import Plan, State
 from controller.policies.base import Policy, PolicyError, register
-from controller.policies.portload import index_for, ordered_plan
+from controller.policies.portload import coflow_priority_plan, index_for
 
 MIB = 1048576.0
 
@@ -76,6 +76,6 @@ class Aalo(Policy):
         limit = np.full(a.n_coflows, np.inf)
         nxt = np.append(self.thresholds, np.inf)
         limit[active] = nxt[q]
-        plan, _, _ = ordered_plan(state, index_for(self, a), order,
-                                  core_load=np.ones(a.n_flows), byte_limit=limit)
-        return plan
+        ones = np.ones(a.n_flows) if a.cores > 1 else None   # (one core: not read)
+        return coflow_priority_plan(state, index_for(self, a), order, core_load=ones,
+                                    byte_limit=limit)

@@ -22,7 +22,7 @@ import numba
 import numpy as np
 
 from controller.cores import least_loaded_cores
-from controller.plan import Plan, State, single_core
+from controller.plan import Plan, State, coflow_order_plan, single_core
 
 #: whether this version of ``Plan`` takes the ``coflow_order`` hint
 _HAS_COFLOW_ORDER = "coflow_order" in getattr(Plan, "__dataclass_fields__", {})
@@ -387,33 +387,40 @@ class CoflowLoads:
 
 
 # ----------------------------------------------------------------------------- plans
-def ordered_plan(state: State, index: FlowIndex, order: np.ndarray, *,
-                 core_load: np.ndarray | None = None, **kw) -> tuple[Plan, np.ndarray, np.ndarray]:
+def coflow_priority_plan(state: State, index: FlowIndex, order: np.ndarray, *,
+                         core_load: np.ndarray | None = None, **kw) -> Plan:
     """A ``"priority"`` plan serving the ready coflows in ``order`` (first = highest).
 
     Flows of a coflow are ranked by index. With several cores the unpinned flows take
     cores in priority order by :func:`controller.cores.least_loaded_cores` with per-flow
-    load ``core_load`` (default: the remaining bytes); single core: core 0.
-
-    Returns ``(plan, flows, bounds)``: the eligible flows in priority order and the
-    boundaries of each coflow's run in it (as :meth:`FlowIndex.gather`).
+    load ``core_load`` (default: the remaining bytes); single core: core 0, and the plan
+    is :func:`controller.plan.coflow_order_plan`'s, whose ranks are built only if read
+    (a plan then costs no pass over the flows).
     """
     a = state.arrays
     order = np.asarray(order, dtype=np.int64)
+    if a.cores == 1:
+        return coflow_order_plan(state, order, **kw)
     flows, bounds = index.gather_empty(order)
     rank = np.empty(a.n_flows)
     n = _ranked(index.perm, index.start, order, state.eligible, index.tie, flows, bounds, rank)
-    flows = flows[:n]
-    if a.cores == 1:
-        core = index.zero_core
-    else:
-        load = state.remaining if core_load is None else core_load
-        core = least_loaded_cores(a, flows, load, state.core, state.workload.fabric.rates)
-        core[core < 0] = 0
+    load = state.remaining if core_load is None else core_load
+    core = least_loaded_cores(a, flows[:n], load, state.core, state.workload.fabric.rates)
+    core[core < 0] = 0
     plan = Plan(core=core, rank=rank, **kw)
     if _HAS_COFLOW_ORDER:
         plan.coflow_order = order  # lets the engine skip sorting flows by rank
-    return plan, flows, bounds
+    return plan
+
+
+def ordered_plan(state: State, index: FlowIndex, order: np.ndarray, *,
+                 core_load: np.ndarray | None = None,
+                 **kw) -> tuple[Plan, np.ndarray, np.ndarray]:
+    """:func:`coflow_priority_plan`, with the eligible flows in priority order and the
+    boundaries of each coflow's run in it (as :meth:`FlowIndex.gather`): ``(plan, flows,
+    bounds)``."""
+    plan = coflow_priority_plan(state, index, order, core_load=core_load, **kw)
+    return (plan, *index.gather(order, state.eligible))
 
 
 def madd_caps(arrays, order: np.ndarray, group: np.ndarray, core: np.ndarray,

@@ -44,8 +44,8 @@ import numpy as np
 from controller.plan import CoflowPlan, Plan, State, single_core
 from controller.policies.base import Policy, PolicyError, one_of, register
 from controller.policies.offline_madd import BW_EPS, SIZE_EPS_BYTES, offline_madd
-from controller.policies.portload import (CoflowLoads, FlowIndex, index_for, madd_caps,
-                                         ordered_plan, tie_groups)
+from controller.policies.portload import (CoflowLoads, FlowIndex, coflow_priority_plan,
+                                         index_for, madd_caps, ordered_plan, tie_groups)
 
 #: ``Sebf(allocation=...)``: Varys's (the default) or Sincronia's offline simulator's
 ALLOCATIONS = ("varys", "sincronia-offline")
@@ -112,20 +112,8 @@ class Sebf(Policy):
         return plan
 
     def _one_core_plan(self, state: State) -> Plan:
-        """:meth:`_any_core_plan` on one core, from loads kept up to date from plan to plan
-        (:class:`~controller.policies.portload.CoflowLoads`): O(flows that sent since the
-        last plan, and capped flows) instead of O(eligible flows)."""
-        a = state.arrays
-        loads = getattr(self, "_loads", None)
-        if loads is None or loads.arrays is not a:
-            loads = self._loads = CoflowLoads(a)
-        loads.update(state)
-        active = state.active_coflows
-        gamma = loads.bottleneck(active, state.workload.fabric.rates)
-        order = active[np.lexsort((active, tie_groups(gamma)))]
-        flows, caps = loads.madd(state, order, state.workload.fabric.rates[0])
-        return CoflowPlan(state, order, single_core(a), cap_flows=flows,
-                          cap_values=caps * 8.0, backfill=True)
+        """:meth:`_any_core_plan` on one core: :func:`one_core_plan`."""
+        return one_core_plan(self, state)
 
     def _offline_plan(self, state: State) -> Plan:
         """The reference's allocation, kept until its next event (a coflow completing
@@ -143,7 +131,7 @@ class Sebf(Policy):
         rate, dt = offline_madd(flows, bounds, a.src, a.dst,
                                 np.asarray(state.remaining, dtype=np.float64), port,
                                 a.ports, self._dead, SIZE_EPS_BYTES, BW_EPS)
-        plan, _, _ = ordered_plan(state, idx, order, backfill=False)
+        plan = coflow_priority_plan(state, idx, order, backfill=False)
         cap = np.zeros(a.n_flows)
         cap[flows] = rate * 8.0
         plan.rate_cap = cap
@@ -162,3 +150,21 @@ class Sebf(Policy):
         ev = ev[np.isfinite(ev)]
         i = np.searchsorted(ev, np.asarray(completion) * (1 - 1e-9), side="left")
         return np.where(i < len(ev), ev[np.minimum(i, len(ev) - 1)], completion)
+
+
+def one_core_plan(policy: Policy, state: State) -> Plan:
+    """Varys's plan (:meth:`Sebf._any_core_plan`) on one core, from coflow port loads kept
+    on ``policy`` from plan to plan (:class:`~controller.policies.portload.CoflowLoads`):
+    O(flows that sent since the last plan, and capped flows) instead of O(eligible
+    flows). Weaver on one core is this plan too."""
+    a = state.arrays
+    loads = getattr(policy, "_loads", None)
+    if loads is None or loads.arrays is not a:
+        loads = policy._loads = CoflowLoads(a)
+    loads.update(state)
+    active = state.active_coflows
+    gamma = loads.bottleneck(active, state.workload.fabric.rates)
+    order = active[np.lexsort((active, tie_groups(gamma)))]
+    flows, caps = loads.madd(state, order, state.workload.fabric.rates[0])
+    return CoflowPlan(state, order, single_core(a), cap_flows=flows,
+                      cap_values=caps * 8.0, backfill=True)

@@ -42,7 +42,7 @@ import numpy as np
 
 from controller.plan import Plan, State
 from controller.policies.base import Policy, register
-from controller.policies.portload import index_for, ordered_plan
+from controller.policies.portload import coflow_priority_plan, index_for
 
 
 @numba.njit(cache=True)
@@ -131,5 +131,4 @@ class Sincronia(Policy):
         flows, bounds = idx.gather(active, state.eligible)
         loads = idx.dense_loads(flows, bounds, state.remaining)
         order = active[bssi_order(loads, state.arrays.weight[active])]
-        plan, _, _ = ordered_plan(state, idx, order)
-        return plan
+        return coflow_priority_plan(state, idx, order)

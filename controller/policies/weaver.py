@@ -27,7 +27,9 @@ sub-coflows in increasing order of their effective bottleneck on that core (rema
 bytes over the core's rate, ``Γ``; ties by coflow index), MADD rates (each sub-coflow's
 flows finish together at its bottleneck on the capacity left by the sub-coflows before it
 on that core), then backfilling. Cores are independent, so one global order by ``Γ``
-gives every core its own SEBF order. On one core this is exactly ``sebf``.
+gives every core its own SEBF order. On one core this is exactly ``sebf``, and the plan
+is sebf's (:func:`controller.policies.sebf.one_core_plan`: loads kept from plan to plan, a
+coflow order the capped engine keeps its pairs under).
 
 References
 ----------
@@ -43,6 +45,7 @@ import numpy as np
 from controller.plan import Plan, State
 from controller.policies.base import Policy, register
 from controller.policies.portload import index_for, madd_caps, tie_groups
+from controller.policies.sebf import one_core_plan
 
 
 @numba.njit(cache=True)
@@ -151,6 +154,8 @@ class Weaver(Policy):
     def plan(self, state: State) -> Plan:
         a = state.arrays
         m = a.cores
+        if m == 1:   # sebf's plan (see the module docstring), from loads kept
+            return one_core_plan(self, state)
         rates = np.asarray(state.workload.fabric.rates, dtype=np.float64)
         idx = index_for(self, a)
         active = state.active_coflows

@@ -56,6 +56,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from controller.plan import NO_SLOT, ordered_flows
 from emulate.sim.matching import (COFLOW_DONE, EPS_BYTES, SEG_FULL, STOP_TIME, STUCK,
                                   advance_flow, emit, joins_stop)
 
@@ -72,8 +73,9 @@ INL = dict(cache=True, inline="always")
 
 # the shared helpers of emulate.sim.matching, compiled again from the same source to be
 # inlined into the kernels below
-_advance = numba.njit(**INL)(advance_flow.py_func)
-_joins = numba.njit(**INL)(joins_stop.py_func)
+# (NUMBA_DISABLE_JIT leaves plain functions, without ``py_func``)
+_advance = numba.njit(**INL)(getattr(advance_flow, "py_func", advance_flow))
+_joins = numba.njit(**INL)(getattr(joins_stop, "py_func", joins_stop))
 
 
 # ----------------------------------------------------------------------------- due heap
@@ -636,31 +638,16 @@ def _update_pairs(moved, insert, ikey, core, dpair, D, pool, pbase, pcap, pbeg, 
             hkey[e] = k
 
 
-@numba.njit(cache=True)
 def _coflow_flows(order, ptr, flows, eligible, core_of, want_in):
     """The eligible flows of the coflows ``order``, coflow after coflow, by index; with
     ``want_in`` >= 0 only those in the pairs (``core_of >= 0``, 1) or not (0)."""
-    n = 0
-    for k in order:
-        n += ptr[k + 1] - ptr[k]
-    out = np.empty(n, dtype=np.int64)
-    n = 0
-    for k in order:
-        for q in range(ptr[k], ptr[k + 1]):
-            f = flows[q]
-            if eligible[f] and (want_in < 0 or (core_of[f] >= 0) == (want_in == 1)):
-                out[n] = f
-                n += 1
-    return out[:n]
-
-
-_NO_CORE = np.zeros(0, dtype=np.int64)
+    return ordered_flows(order, ptr, flows, eligible, core_of, want_in)
 
 
 def coflow_flows(order, ptr, flows, eligible) -> np.ndarray:
     """The eligible flows of the coflows ``order``, coflow after coflow, by index inside
     (``ptr``, ``flows``: ``FlowArrays.coflow_ptr``, ``coflow_flows``)."""
-    return _coflow_flows(order, ptr, flows, eligible, _NO_CORE, -1)
+    return ordered_flows(order, ptr, flows, eligible, NO_SLOT, -1)
 
 
 @numba.njit(cache=True)
