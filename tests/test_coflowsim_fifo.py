@@ -131,15 +131,15 @@ def test_coflowsim_counts_bytes_quantum_by_quantum():
 
 
 def test_coflowsim_drops_a_flow_with_zero_bytes_left_and_stops_at_a_departure():
-    """A flow with at most ZERO (1e-3) bytes left is finished: 2 MB + 0.0005 bytes at a
+    """A flow with at most ZERO (1e-3) bytes left is finished: 2 MB + 2^-11 bytes at a
     port's full rate (1 MB per quantum) ends its reducer and its coflow in the 2nd
     quantum, where exact arithmetic needs a 3rd; the run stops after that quantum, the
     other coflow (3 MB) having sent 2 of them."""
     mb = float(MB)
-    k, rem, left, alive, done, fin = quanta(10, [2 * mb + 0.0005, 3 * mb], [0, 1], [0, 1],
-                                            [2.0 ** 30, 2.0 ** 30])
+    k, rem, left, alive, done, fin = quanta(10, [2 * mb + 2.0 ** -11, 3 * mb], [0, 1],
+                                            [0, 1], [2.0 ** 30, 2.0 ** 30])
     assert k == 2 and fin.tolist() == [2, 0]
-    assert rem[0] == 0.0005 <= ZERO and not alive[0] and done.tolist() == [True, False]
+    assert rem[0] == 2.0 ** -11 <= ZERO and not alive[0] and done.tolist() == [True, False]
     assert left[0] == 0.0 and rem[1] == left[1] == mb   # a finished reducer's count is 0
 
 
@@ -276,6 +276,6 @@ def test_reproduces_the_reference_on_random_traces(seed, tmp_path):
 @needs_reference
 @pytest.mark.skipif(not os.path.exists(FB2010), reason="needs ../shared/traces")
 def test_reproduces_the_reference_on_an_fb2010_prefix(tmp_path):
-    """The first 200 coflows (the reference takes about a minute of CPU): past the
+    """The first 200 coflows (here about 2 min, mostly the reference): past the
     first place (coflow 180) where rates from exact byte counts diverged."""
     assert_reproduces(fb2010_prefix(200, tmp_path))

@@ -49,17 +49,20 @@ computed from bytes a few ulps apart land on either side of. (FB2010, the update
 bytes; coflow 180, blocked, then shares port 89 among 119 flows in CoflowSim and 118 from
 the exact bytes, and from there the runs drift apart: 153 of 526 CCTs differ.)
 
-Here the same runs on the event-driven simulator: :meth:`~controller.policies.fifo.Fifo.instance` builds
-CoflowSim's instance of a workload (sizes, port rate, releases at admission), and the
-policy keeps CoflowSim's byte counts beside the simulator's exact ones. At each of
-CoflowSim's updates it allocates as above from CoflowSim's counts, then runs CoflowSim's
-quanta at those rates in its arithmetic (:func:`coflowsim_quanta`) up to the quantum in
-which a coflow finishes or the next admission, the plan's horizon; meanwhile the
-simulator moves every flow exactly, capped at its rate without backfill (the caps fit
-the ports, so the rates stay fixed whatever completes). :meth:`reference_completions`
-gives the completions CoflowSim records; our exact completions of the same rates fall
-in the same quantum, or just after it when CoflowSim dropped a flow with up to ``ZERO``
-bytes left (such a flow then gets what its ports have left).
+Here the same runs on the event-driven simulator:
+:meth:`~controller.policies.fifo.Fifo.instance` builds CoflowSim's instance of a
+workload (sizes, port rate, releases at admission), and the policy keeps CoflowSim's
+byte counts beside the simulator's exact ones. At each of CoflowSim's updates it
+allocates as above from CoflowSim's counts, then runs CoflowSim's quanta at those rates
+in its arithmetic (:func:`coflowsim_quanta`) up to the quantum in which a coflow
+finishes or the next admission, the plan's horizon; meanwhile the simulator moves every
+flow exactly, capped at its rate without backfill. :meth:`reference_completions` gives
+the completions CoflowSim records. Our exact completions of the same rates are close
+but not equal: CoflowSim drops a flow with up to ``ZERO`` bytes left, and gives a
+receiver a few bit/s more than its rate when a reducer's running total drifts below the
+sum of its flows' bytes (float rounding over thousands of quanta), which the simulator
+does not; a flow here can so be a few bytes behind, and one CoflowSim has dropped keeps
+its last rate until it finishes.
 
 Equal to the reference's printed CCTs on random traces and on FB2010 (README "Beside
 the reference simulators").

@@ -94,7 +94,7 @@ class Fifo(CoflowOrderPolicy):
     def reference_completions(self, completion: np.ndarray) -> np.ndarray:
         """The completions as CoflowSim records them (``allocation="coflowsim"``): the
         end of the 8 ms quantum in which its own byte count of the coflow ran out
-        (:meth:`~controller.policies.coflowsim_fifo.CoflowSimAllocation.reference_completions`)."""
+        (:class:`~controller.policies.coflowsim_fifo.CoflowSimAllocation`)."""
         return self._coflowsim.reference_completions(completion)
 
     def key(self, state, coflows):
