@@ -34,25 +34,38 @@ flow's capacity idles:
    (``considerDeadline = false``; its comment says the sort is then by arrival time, it is
    not), truncated to an ``int`` relative to the update's time.
 
-**Time quanta.** Within an epoch, time advances by quanta of 8 ms (1 MB at a port's
-rate); a coflow finishes at the end of the quantum in which its last byte is sent, and
-the rates are recomputed from there.
+**Time quanta and its arithmetic.** Within an epoch, time advances by quanta of 8 ms
+(1 MB at a port's rate). CoflowSim keeps its own byte counts: every quantum it subtracts
+each flow's ``rate / 8 * 8 / 1024`` bytes from the flow's bytes left and from its
+reducer's running total (its bottleneck reads a receiver's load from that total, not
+from the sum of the reducer's flows), drops a flow with at most ``ZERO`` bytes left,
+finishes a reducer whose total is at most ``ZERO`` or which has no flow left, and
+records a coflow's completion at the end of the quantum in which its last reducer
+finished; after that quantum the rates are recomputed. Its decisions turn on those
+floating-point residues: a port's capacity left after the MADD pass is compared with
+``ZERO`` = 1e-3 bit/s, about ten thousand ulps of 2^30, which sums of hundreds of rates
+computed from bytes a few ulps apart land on either side of. (FB2010, the update at
+788.48 s: port 108 has 0.0015 bit/s left in CoflowSim and 2e-6 from the exact remaining
+bytes; coflow 180, blocked, then shares port 89 among 119 flows in CoflowSim and 118 from
+the exact bytes, and from there the runs drift apart: 153 of 526 CCTs differ.)
 
-Here the same runs on the event-driven simulator: :meth:`CoflowSimFifo.instance` builds
-CoflowSim's instance of a workload (sizes, port rate, releases at admission; the
-simulator calls it before the run), and the policy allocates as above, each flow capped
-at its rate without backfill (the caps fit the ports, so the rates stay fixed whatever
-completes), until the next admission or the quantum boundary after a coflow completion
-(``Plan.horizon``). Within a quantum CoflowSim moves every flow by its rate
-times the quantum, so its progress is ours sampled at the quantum boundaries;
-:meth:`CoflowSimFifo.reference_completions` rounds our exact completions up to the
-quantum, as it records them.
+Here the same runs on the event-driven simulator:
+:meth:`~controller.policies.fifo.Fifo.instance` builds CoflowSim's instance of a
+workload (sizes, port rate, releases at admission), and the policy keeps CoflowSim's
+byte counts beside the simulator's exact ones. At each of CoflowSim's updates it
+allocates as above from CoflowSim's counts, then runs CoflowSim's quanta at those rates
+in its arithmetic (:func:`coflowsim_quanta`) up to the quantum in which a coflow
+finishes or the next admission, the plan's horizon; meanwhile the simulator moves every
+flow exactly, capped at its rate without backfill. :meth:`reference_completions` gives
+the completions CoflowSim records. Our exact completions of the same rates are close
+but not equal: CoflowSim drops a flow with up to ``ZERO`` bytes left, and gives a
+receiver a few bit/s more than its rate when a reducer's running total drifts below the
+sum of its flows' bytes (float rounding over thousands of quanta), which the simulator
+does not; a flow here can so be a few bytes behind, and one CoflowSim has dropped keeps
+its last rate until it finishes.
 
-Equal to the reference's printed CCTs on random traces and FB2010's first 150 coflows;
-on the whole of FB2010 373 of 526 are (README "Beside the reference simulators"). The
-smallest case known to differ is FB2010's first 185 coflows (coflows 180, 182 and 183);
-the cause is not found. (Not float residues: no flow has less than a byte left at any of
-the reference's updates there.)
+Equal to the reference's printed CCTs on random traces and on FB2010 (README "Beside
+the reference simulators").
 
 The issue that asked for this option (#18) read CoflowSim's FIFO as "MADD rates, the
 rest by a deadline order, admission up to 10.24 s early, rates changed only at coflow
@@ -153,12 +166,14 @@ def coflowsim_instance(workload: Workload) -> tuple[Workload, np.ndarray]:
 
 
 @numba.njit(cache=True, error_model="numpy")  # x / 0 is inf or nan, as in Java
-def coflowsim_rates(flows, bounds, edf, src, dst, rem, cap, ports):
+def coflowsim_rates(flows, bounds, edf, src, dst, rem, recv_left, cap, ports):
     """One ``updateRatesDynamicAlpha`` of CoflowSim (bits per its second).
 
     ``flows[bounds[g]:bounds[g+1]]``: the unfinished flows of the ``g``-th coflow in FIFO
     order, reducer by reducer; ``edf``: the groups in deadline order; ``rem`` bytes per
-    flow; ``cap`` a port's rate. Returns the rate per position of ``flows``.
+    flow; ``recv_left`` per flow, the bytes its reducer has left as CoflowSim counts them
+    (its own running total, not the sum of ``rem``); ``cap`` a port's rate. Returns the
+    rate per position of ``flows``.
     """
     n = flows.shape[0]
     groups = bounds.shape[0] - 1
@@ -175,7 +190,7 @@ def coflowsim_rates(flows, bounds, edf, src, dst, rem, cap, ports):
         for q in range(lo, hi):
             f = flows[q]
             send[src[f]] += rem[f]
-            recv[dst[f]] += rem[f]
+            recv[dst[f]] = recv_left[f]
         alpha = 0.0
         for q in range(lo, hi):
             f = flows[q]
@@ -244,12 +259,62 @@ def coflowsim_rates(flows, bounds, edf, src, dst, rem, cap, ports):
     return rate
 
 
+@numba.njit(cache=True)
+def coflowsim_quanta(kmax, reds, red_ptr, red_flows, red_coflow, rate, rem, alive, n_alive,
+                     left, red_done, unfinished, finished_at):
+    """CoflowSim's ``proceedFlowsInAllRacks`` at fixed rates, quantum after quantum, in
+    its floating-point arithmetic, until a quantum in which a coflow finishes (or
+    ``kmax`` quanta). Returns the number of quanta run.
+
+    Each quantum every live flow of the reducers ``reds`` sends
+    ``min(rate / 8 * 8 / 1024, rem)`` bytes (``rate`` in bits per its second),
+    subtracted from its ``rem`` and from its reducer's own running total ``left``, in the
+    reducer's flow order (``red_flows[red_ptr[r]:red_ptr[r+1]]``). A flow with at most
+    ``ZERO`` bytes left is dropped; a reducer is done once its ``left`` is at most
+    ``ZERO`` or it has no live flow (``left`` then reset to 0, as ``cleanupTask`` does);
+    a coflow when ``unfinished`` (its reducers not done) reaches 0, and ``finished_at``
+    gets the quanta run. Updates the arrays in place.
+    """
+    step = QUANTUM_MS / SECOND_MS
+    k = 0
+    while k < kmax:
+        k += 1
+        departed = False
+        moving = False
+        for r in reds:
+            for q in range(red_ptr[r], red_ptr[r + 1]):
+                f = red_flows[q]
+                if not alive[f]:
+                    continue
+                moving = moving or rate[f] > 0
+                b = min(rate[f] / 8 * step, rem[f])
+                rem[f] -= b
+                if rem[f] <= ZERO:
+                    alive[f] = False
+                    n_alive[r] -= 1
+                left[r] -= b
+                if (left[r] <= ZERO or n_alive[r] == 0) and not red_done[r]:
+                    red_done[r] = True
+                    left[r] = 0.0
+                    c = red_coflow[r]
+                    unfinished[c] -= 1
+                    if unfinished[c] == 0:
+                        finished_at[c] = k
+                        departed = True
+        if departed or not moving:
+            break
+    return k
+
+
 class CoflowSimAllocation:
     """CoflowSim's FIFO allocation and clock, for :class:`~controller.policies.fifo.Fifo`
     with ``allocation="coflowsim"`` (one core)."""
 
     def __init__(self):
         self._kept: Plan | None = None
+        #: how many times a flow CoflowSim had dropped was still unfinished here at one
+        #: of its updates
+        self.ghosts = 0
 
     def start(self, workload: Workload) -> None:
         fab = workload.fabric
@@ -267,47 +332,92 @@ class CoflowSimAllocation:
             1.0 + java_random_doubles(DEADLINE_SEED, a.n_coflows))
         self._fifo = np.lexsort((np.arange(a.n_coflows), release))
         self._kept = None
+        # CoflowSim's own bookkeeping, in its arithmetic (see coflowsim_quanta): bytes
+        # left per flow and per reducer (a coflow's flows into one port), the flows it
+        # still counts, the rates it set at its last update, and when
+        key = a.coflow.astype(np.int64) * a.ports + a.dst
+        reducers, self._red = np.unique(key, return_inverse=True)
+        self._red_flows = np.argsort(self._red, kind="stable")
+        self._red_ptr = np.searchsorted(self._red[self._red_flows],
+                                        np.arange(len(reducers) + 1))
+        self._red_coflow = reducers // a.ports
+        self._rem = np.array(a.size, dtype=np.float64)
+        self._left = np.bincount(self._red, weights=self._rem, minlength=len(reducers))
+        self._alive = np.ones(a.n_flows, dtype=np.bool_)
+        self._n_alive = np.bincount(self._red, minlength=len(reducers)).astype(np.int64)
+        self._red_done = np.zeros(len(reducers), dtype=np.bool_)
+        self._unfinished = np.bincount(self._red_coflow, minlength=a.n_coflows)
+        #: per coflow, when CoflowSim records its completion (the end of the quantum in
+        #: which its last reducer finished; nan until then)
+        self.finish = np.full(a.n_coflows, np.nan)
+        self._rate = np.zeros(a.n_flows)
+        self._last_rate = np.zeros(a.n_flows)
 
-    def _on_grid(self, t: float) -> bool:
-        k = t / self.quantum
-        return abs(k - round(k)) <= 1e-6
-
-    def grid_ceil(self, t):
-        """``t`` rounded up to CoflowSim's quanta (a time within 1e-6 quantum above a
-        boundary is on it)."""
-        return np.ceil(np.asarray(t) / self.quantum - 1e-6) * self.quantum
+    def reference_completions(self, completion: np.ndarray) -> np.ndarray:
+        """Per coflow, when CoflowSim records its completion: the end of the quantum in
+        which its own byte count ran out (:func:`coflowsim_quanta`). ``completion`` (our
+        exact completions of the same run) falls in that quantum or, when CoflowSim
+        dropped a flow with up to ``ZERO`` bytes left, a little after it."""
+        if np.isnan(self.finish).any():
+            raise ValueError("reference_completions: the run has not finished")
+        return self.finish.copy()
 
     def plan(self, state: State, policy) -> Plan:
         t = state.time
         admitted = bool(np.any(state.ready & (np.abs(self._release - t) <= 1e-9)))
         kept = self._kept
-        if kept is not None and not admitted and not self._on_grid(t):
-            kept.horizon = float(self.grid_ceil(t))   # re-allocated after the quantum
-            return kept
+        if kept is not None and not admitted and t < kept.horizon - 1e-9:
+            return kept    # CoflowSim changes no rate before its next update
         a = state.arrays
         idx = index_for(policy, a)
+        # CoflowSim's active coflows: admitted, with a reducer it has not finished
         fifo = self._fifo
-        order = fifo[state.ready[fifo] & ~state.done[fifo]]
-        flows, bounds = idx.gather(order, state.eligible)
+        order = fifo[(self._release[fifo] <= t + 1e-9) & (self._unfinished[fifo] > 0)]
+        flows, bounds = idx.gather(order, self._alive)
         # the update's time as CoflowSim's integer ms: an admission's epoch start, or the
         # start of the quantum after which a coflow left
         now_ms = round(t * 1000.0) - (0 if admitted else QUANTUM_MS)
         left = np.trunc(self._deadline_ms[order] - now_ms).astype(np.int64)
         edf = np.argsort(left, kind="stable")
-        rate = coflowsim_rates(flows, bounds, edf, a.src, a.dst,
-                               np.asarray(state.remaining, dtype=np.float64), self.cap,
-                               a.ports)
-        plan, _, _ = ordered_plan(state, idx, order, backfill=False)
+        rate = coflowsim_rates(flows, bounds, edf, a.src, a.dst, self._rem,
+                               self._left[self._red], self.cap, a.ports)
+        live = fifo[state.ready[fifo] & ~state.done[fifo]]
+        plan, eflows, _ = ordered_plan(state, idx, live, backfill=False)
         cap = np.zeros(a.n_flows)
-        cap[flows] = rate * 1000.0 / SECOND_MS
+        cap[flows] = rate
+        # a flow CoflowSim has dropped that is not finished here keeps its last rate
+        # (in its coflow's place in the order): CoflowSim drops a flow with up to ZERO
+        # bytes left, and can give a receiver a few bit/s more than its rate (its
+        # reducers' running totals drift below the sum of their flows' bytes), which the
+        # simulator does not, so a flow here can be a few bytes behind
+        ghosts = eflows[~self._alive[eflows]]
+        if len(ghosts):
+            cap[ghosts] = self._last_rate[ghosts]
+            self.ghosts += len(ghosts)
+        # CoflowSim's quanta at these rates up to its next update: the end of the
+        # quantum in which a coflow finishes, or the next admission
+        nxt = self._release[self._release > t + 1e-9]
+        kmax = (int(round((nxt.min() - t) / self.quantum)) if len(nxt)
+                else np.iinfo(np.int64).max)
+        finished_at = np.zeros(a.n_coflows, dtype=np.int64)
+        self._rate[flows] = rate
+        self._last_rate[flows] = rate
+        coflowsim_quanta(kmax, np.unique(self._red[flows]), self._red_ptr,
+                             self._red_flows, self._red_coflow, self._rate, self._rem,
+                             self._alive, self._n_alive, self._left, self._red_done,
+                             self._unfinished, finished_at)
+        self._rate[flows] = 0.0
+        gone = finished_at > 0
+        self.finish[gone] = t + finished_at[gone] * self.quantum
+        if gone.any():
+            plan.horizon = float(self.finish[gone].max())
         # no backfill and caps that fit the ports: every flow sends at its cap until the
         # next plan whatever completes, so the rates stay fixed as in CoflowSim (and the
         # engine keeps its first pass instead of rescanning: Plan.rates_fixed is 20x
         # slower here)
-        plan.rate_cap = cap
+        plan.rate_cap = cap * 1000.0 / SECOND_MS
         self._kept = plan
         return plan
-
 
 def static_alpha(arrays) -> np.ndarray:
     """Per coflow, CoflowSim's static bottleneck ``α₀`` in bytes: the larger of its

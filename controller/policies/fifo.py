@@ -92,9 +92,10 @@ class Fifo(CoflowOrderPolicy):
         return super().plan(state)
 
     def reference_completions(self, completion: np.ndarray) -> np.ndarray:
-        """``completion`` (per coflow, exact) as CoflowSim records it: rounded up to its
-        8 ms quanta (``allocation="coflowsim"``)."""
-        return self._coflowsim.grid_ceil(completion)
+        """The completions as CoflowSim records them (``allocation="coflowsim"``): the
+        end of the 8 ms quantum in which its own byte count of the coflow ran out
+        (:class:`~controller.policies.coflowsim_fifo.CoflowSimAllocation`)."""
+        return self._coflowsim.reference_completions(completion)
 
     def key(self, state, coflows):
         return state.arrays.release[coflows]
