@@ -276,6 +276,8 @@ def test_reproduces_the_reference_on_random_traces(seed, tmp_path):
 @needs_reference
 @pytest.mark.skipif(not os.path.exists(FB2010), reason="needs ../shared/traces")
 def test_reproduces_the_reference_on_an_fb2010_prefix(tmp_path):
-    """The first 200 coflows (here about 2 min, mostly the reference): past the
-    first place (coflow 180) where rates from exact byte counts diverged."""
-    assert_reproduces(fb2010_prefix(200, tmp_path))
+    """The first 30 coflows, every CCT as the reference prints it. (Past coflow 180, where
+    rates from exact byte counts first diverged, takes the reference about 2 min: the
+    185-coflow figures are pinned in ``test_the_rates_follow_coflowsims_own_byte_counts``;
+    the whole trace, 526 of 526 equal, is in the README.)"""
+    assert_reproduces(fb2010_prefix(30, tmp_path))
