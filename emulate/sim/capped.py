@@ -638,12 +638,6 @@ def _update_pairs(moved, insert, ikey, core, dpair, D, pool, pbase, pcap, pbeg, 
             hkey[e] = k
 
 
-def _coflow_flows(order, ptr, flows, eligible, core_of, want_in):
-    """The eligible flows of the coflows ``order``, coflow after coflow, by index; with
-    ``want_in`` >= 0 only those in the pairs (``core_of >= 0``, 1) or not (0)."""
-    return ordered_flows(order, ptr, flows, eligible, core_of, want_in)
-
-
 def coflow_flows(order, ptr, flows, eligible) -> np.ndarray:
     """The eligible flows of the coflows ``order``, coflow after coflow, by index inside
     (``ptr``, ``flows``: ``FlowArrays.coflow_ptr``, ``coflow_flows``)."""
@@ -1139,7 +1133,7 @@ class CappedEngine:
             self.label = np.full(a.n_coflows, -1, dtype=np.int64)
             self.label[coflow_order] = (np.arange(n, dtype=np.int64) + 1) * (
                 (KEY_SPACE // self.W) // (n + 1))
-            insert = _coflow_flows(coflow_order, a.coflow_ptr, a.coflow_flows, eligible,
+            insert = ordered_flows(coflow_order, a.coflow_ptr, a.coflow_flows, eligible,
                                    self.core_of, -1)
             ikey = self.label[a.coflow[insert]] * self.W + self.rk[insert]
         else:
@@ -1160,12 +1154,12 @@ class CappedEngine:
         if not _relabel(coflow_order, keep, new_label, KEY_SPACE // self.W):
             return False
         moved = coflow_order[(old_labels >= 0) & ~keep]
-        out = _coflow_flows(moved, a.coflow_ptr, a.coflow_flows, eligible, self.core_of, 1)
+        out = ordered_flows(moved, a.coflow_ptr, a.coflow_flows, eligible, self.core_of, 1)
         if a.cores > 1:   # flows not yet started may change cores from plan to plan
             out = np.concatenate([out, _moved_cores(coflow_order[keep], a.coflow_ptr,
                                                     a.coflow_flows, eligible,
                                                     self.core_of, core)])
-        ins = np.concatenate([out, _coflow_flows(coflow_order[old_labels < 0], a.coflow_ptr,
+        ins = np.concatenate([out, ordered_flows(coflow_order[old_labels < 0], a.coflow_ptr,
                                                  a.coflow_flows, eligible, self.core_of, 0)])
         self.label = new_label
         self._update(out, ins, new_label[a.coflow[ins]] * self.W + self.rk[ins], core)
