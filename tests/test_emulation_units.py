@@ -122,6 +122,37 @@ def test_htb_tree_has_a_filter_per_data_class_on_its_tos():
     assert lines[1].endswith("burst 10000b cburst 10000b") and "rate 20000000bit" in lines[1]
 
 
+def test_htb_bucket_is_a_few_ms_of_the_link_or_one_frame():
+    """At 1 Mbit/s a bucket of four frames (48 ms) made 24 kB flows finish 26 % early."""
+    for rate, bucket in ((1e6, 1514), (2e6, 1514), (20e6, 10000), (100e6, 50000)):
+        line = htb_priority_tree("x-eth0", rate)[1]
+        assert line.endswith(f"burst {bucket}b cburst {bucket}b")
+
+
+def test_receive_window_is_a_few_ms_of_the_link_or_four_segments():
+    """What a paused flow still has in flight drains in its class: at 1 Mbit/s a 16 kB
+    window was 130 ms of the link."""
+    from emulate.mininet.engine import MininetRun
+    window = MininetRun.window
+    assert window(MininetRun, [1e6]) == window(MininetRun, [2e6]) == 4 * 1448
+    assert window(MininetRun, [20e6]) == 16250
+    assert window(MininetRun, [10e6, 100e6]) == int(100e6 / 8 * 0.0065)
+
+
+def test_tcp_counters_parse_the_kernels_tables_and_sum_over_hosts(tmp_path):
+    from emulate.mininet.tcpstats import COUNTERS, describe, parse_proc_tables, tcp_counters
+    text = ("Tcp: RtoAlgorithm OutSegs RetransSegs\nTcp: 1 1000 7\n"
+            "TcpExt: TCPTimeouts TCPLossProbes\nTcpExt: 3 2\n")
+    t = parse_proc_tables(text)
+    assert t[("Tcp", "OutSegs")] == 1000 and t[("TcpExt", "TCPTimeouts")] == 3
+    import os
+    one = tcp_counters([os.getpid()])
+    assert set(one) == set(COUNTERS) and all(v >= 0 for v in one.values())
+    two = tcp_counters([os.getpid(), os.getpid(), 2 ** 22 + 12345])   # a gone pid: nothing
+    assert two == {k: 2 * v for k, v in one.items()} or two["out_segs"] >= 2 * one["out_segs"]
+    assert "retransmitted" in describe(one)
+
+
 def _check_capacity(order, src, dst, core, rate, core_rate):
     for h in range(len(core_rate)):
         for port_of in (src, dst):

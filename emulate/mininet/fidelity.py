@@ -21,6 +21,7 @@ import numpy as np
 
 from controller.model import Workload
 from emulate.io.records import RunResult
+from emulate.mininet.tcpstats import describe as describe_tcp
 
 TARGET_MEDIAN = 0.05
 TARGET_P90 = 0.15
@@ -95,6 +96,7 @@ class FidelityReport:
                                 "emu_wire": wire_utilisation(self.emu)},
                 "makespan": {"sim": self.sim.makespan, "emu": self.emu.makespan},
                 "worst": self.worst(),
+                "tcp": self.emu.extra.get("tcp"),
                 "controller": self.emu.extra.get("controller")}
 
     def format(self) -> str:
@@ -116,6 +118,9 @@ class FidelityReport:
             + (f"   wire (port counters): {wire['mean']:.1%}/{wire['max']:.1%}" if wire
                else ""),
         ]
+        tcp = self.emu.extra.get("tcp")
+        if tcp:
+            lines.append("  " + describe_tcp(tcp))
         long = self.errors_above(0.1)
         if long.size and long.size < self.errors.size:
             lines.append(f"  coflows lasting >= 100 ms ({long.size} of {self.errors.size}): "
