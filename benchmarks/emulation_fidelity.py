@@ -143,14 +143,23 @@ def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, lo
                      "meets_target": bool(st["n"] and st["median"] < TARGET_MEDIAN
                                           and st["p90"] < TARGET_P90),
                      "event_to_rules_ms_median": float(np.nanmedian(lat)),
+                     "retransmitted": retransmitted(reports),
                      "load": os.getloadavg()[0]})
     return rows
+
+
+def retransmitted(reports) -> float:
+    """Share of the hosts' TCP segments sent twice, over ``reports`` (nan: not counted)."""
+    tcp = [r.emu.extra.get("tcp") or {} for r in reports]
+    sent = sum(t.get("out_segs", 0) for t in tcp)
+    return sum(t.get("retrans_segs", 0) for t in tcp) / sent if sent else float("nan")
 
 
 def table(rows) -> str:
     head = (f"{'fabric':>6} {'Mbit/s':>6} {'scale':>5} {'policy':<22} {'n':>4} {'median':>7} "
             f"{'p90':>7} {'CCT ratio':>9} | {'<0.5MB':>7} {'0.5-2':>7} {'2-8':>7} "
-            f"{'>=8MB':>7} | {'floor p90':>9} {'rules ms':>8} {'target':>6} {'load':>4}")
+            f"{'>=8MB':>7} | {'floor p90':>9} {'rules ms':>8} {'retx':>6} {'target':>6} "
+            f"{'load':>4}")
     out = [head, "-" * len(head)]
     for r in rows:
         sizes = " ".join(f"{b['median']:>7.1%}" if b["n"] else f"{'-':>7}"
@@ -161,6 +170,7 @@ def table(rows) -> str:
                    f"{r['emu_median']:>7.2%} {r['emu_p90']:>7.2%} "
                    f"{r['mean_cct_ratio']:>9.3f} | {sizes} | {fl} "
                    f"{r['event_to_rules_ms_median']:>8.2f} "
+                   f"{r.get('retransmitted', float('nan')):>6.2%} "
                    f"{'met' if r['meets_target'] else 'NOT':>6} {r['load']:>4.1f}")
     return "\n".join(out)
 
