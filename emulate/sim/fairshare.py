@@ -312,12 +312,16 @@ def _fill(st, c, start, window, check):
     soon as the order is shown wrong; fill again from ``start`` with ``window`` the whole
     component then. Ports without flows drop out of the order.
 
-    Ties between equal levels go to the lower port number, as in the rule's scan. Every
-    step computes every candidate's level and takes the least without branches: a
-    branch on the comparison is mispredicted about half the time, which cost more than
-    the divisions saved by keeping the levels of the side that did not change. A
-    candidate with no pair left to freeze comes first. Freezing a port adds its pairs to the sums of every port of the other
-    side, frozen ones too: theirs are not read again.
+    Ties between equal levels go to the lower port number, as in the rule's scan. A
+    candidate with no pair left to freeze comes first (the first in the window: only
+    the side whose sums just changed can hold one). Otherwise each step takes the least
+    level of the window from the sums as they are: a candidate whose numerator is
+    clearly above the least so far times its denominator (:data:`ABOVE`) is passed
+    without dividing, and the others are divided and compared exactly, so the choice is
+    that of comparing every level. (Keeping the levels of the side that did not change
+    instead cost more in mispredicted branches than the divisions it saved.) Freezing a
+    port adds its pairs to the sums of every port of the other side, frozen ones too:
+    theirs are not read again.
     """
     lo = st.loff[c]
     a = st.nr[c]
