@@ -57,6 +57,9 @@ TOL = 1e-12
 #: a port's bytes served per flow are rebased before they reach this (2^26 bytes: the
 #: rounding of a difference stays near 1e-8 bytes, far below EPS_BYTES)
 REBASE = 2.0 ** 26
+#: a candidate whose level's numerator exceeds (1 + ABOVE) times the least level so far
+#: times its denominator is above that level whatever the rounding, and is not divided
+ABOVE = 1e-9
 #: the position of a port not in the order
 NEVER = 1 << 60
 
@@ -75,15 +78,15 @@ NEVER = 1 << 60
 #: (flows), ``lev``, ``frozen``, ``seqpos`` (position in ``seq``), ``was`` (frozen before
 #: the filling), ``oldpos``, ``S``/``Sc`` (bytes served per flow, compensation),
 #: ``Tmin`` (least key of its pairs), ``dirty``; scratch ``used``, ``ucnt``, ``cand``,
-#: ``clev``, ``newseq``. ``counters``: live flows, alive
+#: ``newseq``. ``counters``: live flows, alive
 #: positions, fillings, fillings redone with every port a candidate; ``thr``: the largest
 #: finishing slack.
 FairState = namedtuple("FairState", [
     "live", "pair", "rem0", "alive", "pflow", "head", "cnt", "prow", "pcol", "att", "Z",
     "K", "hthr", "xrec", "prb", "pcb", "KR", "KC", "nr", "ncl", "loff", "doff", "cap", "tc", "tnext",
     "nseq", "kmin", "N", "NT", "PI", "PIT", "gport", "pcomp", "pcnt", "lev", "frozen",
-    "seqpos", "was", "oldpos", "S", "Sc", "Tmin", "dirty", "used", "ucnt", "cand", "clev",
-    "seq", "newseq", "counters", "thr"])
+    "seqpos", "was", "oldpos", "S", "Sc", "Tmin", "dirty", "used", "ucnt", "cand", "seq",
+    "newseq", "counters", "thr"])
 
 
 @numba.njit(cache=True)
@@ -223,7 +226,7 @@ def build(t, live, src, dst, coflow, size, core, ports, core_cap, rem, rate, pin
         np.full(nl, NEVER, dtype=np.int64), np.zeros(nl, dtype=np.bool_),
         np.full(nl, NEVER, dtype=np.int64), np.zeros(nl), np.zeros(nl),
         np.full(nl, np.inf), np.zeros(nl, dtype=np.bool_), np.zeros(nl), np.zeros(nl),
-        np.empty(nl, dtype=np.int64), np.empty(nl), np.arange(nl),
+        np.empty(nl, dtype=np.int64), np.arange(nl),
         np.empty(nl, dtype=np.int64), counters, np.array([thrmax]))
     for c in range(ncomp):  # the first filling takes every port as a candidate
         _fill(st, c, 0, loff[c + 1] - loff[c], False)
@@ -310,9 +313,15 @@ def _fill(st, c, start, window, check):
     component then. Ports without flows drop out of the order.
 
     Ties between equal levels go to the lower port number, as in the rule's scan. A
-    candidate's level changes only when a port of the other side freezes (``clev``
-    keeps it). Freezing a port adds its pairs to the sums of every port of the other
-    side, frozen ones too: theirs are not read again.
+    candidate with no pair left to freeze comes first (the first in the window: only
+    the side whose sums just changed can hold one). Otherwise each step takes the least
+    level of the window from the sums as they are: a candidate whose numerator is
+    clearly above the least so far times its denominator (:data:`ABOVE`) is passed
+    without dividing, and the others are divided and compared exactly, so the choice is
+    that of comparing every level. (Keeping the levels of the side that did not change
+    instead cost more in mispredicted branches than the divisions it saved.) Freezing a
+    port adds its pairs to the sums of every port of the other side, frozen ones too:
+    theirs are not read again.
     """
     lo = st.loff[c]
     a = st.nr[c]
@@ -343,59 +352,60 @@ def _fill(st, c, start, window, check):
         seqpos[x] = NEVER
         frozen[x] = False
     cand = st.cand
-    clev = st.clev
     newseq = st.newseq
     nxt = start
     ncand = 0
     ns = start
-    rows_changed = True
     while True:
         while ncand < window and nxt < nold:
             x = seq[lo + nxt]
             nxt += 1
             if pcnt[x] > 0.0:
                 cand[lo + ncand] = x
-                clev[lo + ncand] = -1.0  # to compute
                 ncand += 1
         if ncand == 0:
             break
-        best = -1
-        bi = -1
-        bl = np.inf
-        spent = False  # best has no pair left to freeze: it takes its place, unfrozen
-        for i in range(ncand):
+        bi = 0
+        while bi < ncand and ucnt[cand[lo + bi]] > 0.0:
+            bi += 1
+        if bi < ncand:
+            # every pair of this port froze at its other port: it only has to fit, and
+            # takes its place unfrozen
+            best = cand[lo + bi]
+            if check and used[best] > cp + tol:
+                return False
+            seqpos[best] = ns
+            newseq[lo + ns] = best
+            ns += 1
+            ncand -= 1
+            cand[lo + bi] = cand[lo + ncand]
+            continue
+        best = cand[lo]
+        bi = 0
+        bl = (cp - used[best]) / ucnt[best]
+        above = bl + abs(bl) * ABOVE + 1e-300
+        for i in range(1, ncand):  # the least level
             x = cand[lo + i]
-            level = clev[lo + i]
-            if level < 0.0 or rows_changed == (x - lo < a):
-                if ucnt[x] <= 0.0:
-                    # every pair of x froze at its other port: x only has to fit
-                    if check and used[x] > cp + tol:
-                        return False
-                    best = x
-                    bi = i
-                    spent = True
-                    break
-                level = (cp - used[x]) / ucnt[x]
-                clev[lo + i] = level
+            r = cp - used[x]
+            if r > above * ucnt[x]:
+                continue  # a level clearly above bl, without dividing
+            level = r / ucnt[x]
             if level < bl or (level == bl and gport[x] < gport[best]):
                 bl = level
                 best = x
                 bi = i
+                above = bl + abs(bl) * ABOVE + 1e-300
         seqpos[best] = ns
         newseq[lo + ns] = best
         ns += 1
         ncand -= 1
         cand[lo + bi] = cand[lo + ncand]
-        clev[lo + bi] = clev[lo + ncand]
-        if spent:
-            continue
         if check and bl < last - tol:
             return False
         level = bl if bl > 0.0 else 0.0
         last = level
         lev[best] = level
         frozen[best] = True
-        rows_changed = best - lo >= a
         _spread(best - lo, a, b, base, N, NT, bused, bcnt, level)
     for s in range(start, ns):
         seq[lo + s] = newseq[lo + s]
