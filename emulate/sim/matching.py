@@ -300,6 +300,82 @@ def pair_lists(order, src, dst, core, ports, nport, pair_map):
     return pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen
 
 
+#: a rank key above every flow's
+NO_KEY = 1 << 62
+
+
+@numba.njit(cache=True)
+def matching_pairs(order, key, src, dst, core, ports, nport, pair_map, pair_of):
+    """The pair lists :func:`run_matching` takes for the flows of ``order`` (by rank),
+    whose rank keys are ``key[order]`` (increasing): :func:`pair_lists`, with flows
+    instead of positions (``pflow``), keys instead of positions (``qkey``), and
+    ``pair_of`` (per flow, filled for the flows of ``order``) as ``pair``."""
+    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pair_lists(
+        order, src, dst, core, ports, nport, pair_map)
+    for m in range(order.shape[0]):
+        pair_of[order[m]] = pair[m]
+        pflow[m] = order[pflow[m]]
+    for x in range(qkey.shape[0]):
+        qkey[x] = key[order[qkey[x]]]
+    return pair_of, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen
+
+
+@numba.njit(cache=True)
+def rekey_pairs(flows, new_key, pos, pairs):
+    """The flows ``flows`` (not done, in the pair lists ``pairs``) take the rank keys
+    ``new_key``: ``pos`` and the lists follow (each pair's flows left sorted by key, each
+    port's pairs by their head's key), for work in proportion to the pairs they are in.
+    Keys stay distinct."""
+    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pairs
+    n = flows.shape[0]
+    touched = np.empty(n, dtype=np.int64)
+    old_head = np.empty(n, dtype=np.int64)
+    mark = np.zeros(pin.shape[0], dtype=np.bool_)
+    nt = 0
+    for m in range(n):
+        e = pair[flows[m]]
+        if not mark[e]:
+            mark[e] = True
+            touched[nt] = e
+            old_head[nt] = pos[pflow[phead[e]]]
+            nt += 1
+    for m in range(n):
+        pos[flows[m]] = new_key[m]
+    for x in range(nt):
+        e = touched[x]
+        lo = phead[e]
+        hi = pptr[e + 1]
+        seg = pflow[lo:hi].copy()
+        keys = np.empty(hi - lo, dtype=np.int64)
+        for j in range(hi - lo):
+            keys[j] = pos[seg[j]]
+        idx = np.argsort(keys)
+        for j in range(hi - lo):
+            pflow[lo + j] = seg[idx[j]]
+        new = keys[idx[0]]
+        for port in (pin[e], pout[e]):
+            if new > old_head[x]:
+                _requeue(port, old_head[x], new, e, qptr, qpair, qkey, qlen)
+            elif new < old_head[x]:
+                _requeue(port, old_head[x], -1, e, qptr, qpair, qkey, qlen)
+                _enqueue(port, new, e, qptr, qpair, qkey, qlen)
+
+
+@numba.njit(**LEAF)
+def _enqueue(port, key, e, qptr, qpair, qkey, qlen):
+    """Insert pair ``e``, headed by rank key ``key``, into ``port``'s sorted pair list
+    (which has room for it: each pair has its place in the lists of its two ports)."""
+    lo = qptr[port]
+    j = lo + qlen[port]
+    while j > lo and qkey[j - 1] > key:
+        qkey[j] = qkey[j - 1]
+        qpair[j] = qpair[j - 1]
+        j -= 1
+    qkey[j] = key
+    qpair[j] = e
+    qlen[port] += 1
+
+
 @numba.njit(**LEAF)
 def _requeue(port, old, new, e, qptr, qpair, qkey, qlen):
     """Pair ``e``'s head moved from position ``old`` to ``new`` (-1: no flow left): keep
@@ -381,12 +457,12 @@ def _due(f, tl, rem, rate, size):
 def _vacate(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey, qlen, owner):
     """Flow ``f``, holding input port ``p``, has finished: its two ports are free and its
     pair's head moves on (both ports' pair lists stay sorted). Returns its output port."""
-    e = pair[pos[f]]
+    e = pair[f]
     po = pout[e]
     owner[p] = -1
     owner[po] = -1
     phead[e] += 1
-    new = pflow[phead[e]] if phead[e] < pptr[e + 1] else -1
+    new = pos[pflow[phead[e]]] if phead[e] < pptr[e + 1] else -1
     _requeue(p, pos[f], new, e, qptr, qpair, qkey, qlen)
     _requeue(po, pos[f], new, e, qptr, qpair, qkey, qlen)
     return po
@@ -444,7 +520,7 @@ def _limit_time(t, nport, owner, tl, rate, coflow, byte_limit, sent, ctot, cpend
 
 
 @numba.njit(cache=True)
-def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_cap,
+def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
                  rem, rate, done, pinned, flow_completion, left, sent, byte_limit,
                  has_limit, coflow_completion, stops, record, seg_start, seg_flow,
                  seg_core, seg_t0, seg_t1, seg_rate, n_seg, pairs, owner, prev_running):
@@ -453,9 +529,10 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
     Returns (t, reason, n_seg, inner_events).
 
     Ports are numbered ``h*P + i`` (input i of core h) and ``C*P + h*P + j`` (output j);
-    ``pairs`` is :func:`pair_lists` of ``order``, ``owner`` the flow holding each port or
-    -1. The matching is first built from ``order`` and the pairs' current heads;
-    ``prev_running`` lists the flows sending before (their segments end if they stop).
+    ``pos`` is each flow's rank key (smaller first; -1: not in the plan) and ``pairs``
+    the plan's :func:`matching_pairs`, ``owner`` the flow holding each port or -1. The
+    matching is first built from the pairs' current heads; ``prev_running`` lists the
+    flows sending before (their segments end if they stop).
 
     Only the first flow not done of a (core, src, dst) pair can be in the greedy
     matching (the later ones meet the same two ports, taken by then), so the greedy
@@ -504,7 +581,7 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
     for e in range(pin.shape[0]):
         if phead[e] < pptr[e + 1]:
             live[n_live] = e
-            heads[n_live] = pflow[phead[e]]
+            heads[n_live] = pos[pflow[phead[e]]]
             if n_live > 0 and heads[n_live] < heads[n_live - 1]:
                 is_sorted = False
             n_live += 1
@@ -521,7 +598,7 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
         passed[pi] += 1
         passed[po] += 1
         if free_i and free_o:
-            f = order[pflow[phead[e]]]
+            f = pflow[phead[e]]
             owner[pi] = f
             owner[po] = f
             open_in -= 1
@@ -658,14 +735,14 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
             if own >= 0 and pos[own] <= key:
                 continue  # the port is held by a flow of higher priority: cursor dies
             e = qpair[qptr[port] + k]
-            g = order[key]
+            g = pflow[phead[e]]
             h = core[g]
             q = pout[e] if port < nport else pin[e]
             oq = owner[q]
             if oq >= 0 and pos[oq] < key:
                 # blocked at its other port: walk on to the first pair that is not (or
                 # until the port's holder outranks the walk) and queue that one
-                k = _walk(port, k + 1, pos[own] if own >= 0 else order.shape[0], nport,
+                k = _walk(port, k + 1, pos[own] if own >= 0 else NO_KEY, nport,
                           qptr, qpair, qkey, qlen, pin, pout, owner, pos)
                 if k >= 0:
                     hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[qptr[port] + k], port, k)
@@ -674,7 +751,7 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
                 if d >= 0 and rate[d] > 0.0:
                     # displaced: its bytes up to now, then it frees its ports; a cursor
                     # on the one g does not take
-                    ed = pair[pos[d]]
+                    ed = pair[d]
                     di = pin[ed]
                     do = pout[ed]
                     due[di] = -1.0
