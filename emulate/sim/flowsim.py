@@ -498,7 +498,7 @@ class Simulator:
 
         Then the flow order is the last one without its done flows, and the pair lists
         the matching left (each pair's head is its first flow not done, each port's pairs
-        sorted by head) are those ``pair_lists`` would build for it: the engine keeps
+        sorted by head) are those ``matching_pairs`` would build for it: the engine keeps
         them instead of rebuilding both in O(flows). With releases at 0 this holds at
         nearly every completion under static orders (fifo, scf, ...) and often under
         sincronia's BSSI."""
