@@ -874,8 +874,8 @@ def test_kept_pair_lists_give_the_rescan_completions_with_releases_at_zero(w, na
 def test_a_static_order_builds_its_pair_lists_once_with_releases_at_zero(monkeypatch):
     import emulate.sim.flowsim as flowsim
     calls = []
-    real = flowsim.pair_lists
-    monkeypatch.setattr(flowsim, "pair_lists", lambda *a: calls.append(1) or real(*a))
+    real = flowsim.matching_pairs
+    monkeypatch.setattr(flowsim, "matching_pairs", lambda *a: calls.append(1) or real(*a))
     w = w_of([Coflow(f"c{k}", (Flow(k % 3, (k + 1) % 3, 1.0 + k), Flow(0, 2, 2.0)))
               for k in range(6)], ports=3)
     r = simulate(w, get_policy("fifo"))
@@ -992,3 +992,40 @@ def test_sebf_sincronia_offline_reproduces_the_reference_simulator(seed, tmp_pat
     pol = get_policy("sebf", allocation="sincronia-offline")
     ours = pol.reference_completions(simulate(w, pol).coflow_completion)
     assert np.allclose(ours, ref, rtol=1e-5, atol=1e-3), (ours, ref)
+
+
+# --------------------------------------------------------------------------- rekeyed pair lists
+def _aalo():
+    # thresholds of 1, 2, 4, ... bytes: on these workloads coflows change queues often
+    return get_policy("aalo", first_threshold=1.0, factor=2.0, queues=4)
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(w=workloads(cores=(1, 2), coflows=(2, 7), max_size=9))
+def test_rekeyed_pair_lists_give_the_rebuilt_schedule(w):
+    """aalo's plans move the coflows that crossed a threshold: the matching keeps its pair
+    lists and moves those coflows' flows (Simulator._reorder); rebuilt from scratch at
+    every such plan instead, the schedule is the same, segment for segment."""
+    kept = Simulator(w, _aalo(), segments=True).run()
+    rebuilt = Simulator(w, _aalo(), segments=True)
+    rebuilt._reorder = lambda plan, st: (None, None)
+    rebuilt = rebuilt.run()
+    verify(w, kept)
+    for name in ("flow", "core", "start", "end", "rate_bps"):
+        assert np.array_equal(getattr(kept.segments, name), getattr(rebuilt.segments, name)), name
+    assert np.array_equal(kept.flow_completion, rebuilt.flow_completion, equal_nan=True)
+
+
+def test_aalo_rekeys_instead_of_rebuilding_with_releases_at_zero(monkeypatch):
+    import emulate.sim.flowsim as flowsim
+    built, rekeyed = [], []
+    for name, calls in (("matching_pairs", built), ("rekey_pairs", rekeyed)):
+        real = getattr(flowsim, name)
+        monkeypatch.setattr(flowsim, name,
+                            lambda *a, real=real, calls=calls: calls.append(1) or real(*a))
+    w = w_of([Coflow(f"c{k}", (Flow(k % 3, (k + 1) % 3, 1.0 + k), Flow(0, 2, 2.0 + k)))
+              for k in range(6)], ports=3)
+    r = simulate(w, _aalo())
+    assert len(built) == 1 and len(rekeyed) > 0
+    ref = Simulator(w, _aalo(), incremental=False).run()
+    assert close(r.coflow_completion, ref.coflow_completion)

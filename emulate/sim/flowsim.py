@@ -50,11 +50,13 @@ from controller.policies.base import Policy, policy_label
 from controller.rates import byte_caps, fair_rates, priority_rates
 from emulate.io.records import RunResult, Segments
 from emulate.sim import fairshare
-from emulate.sim.capped import CappedEngine, capped_flows, coflow_flows
+from emulate.sim.capped import (CappedEngine, _heaviest_increasing, _relabel, capped_flows,
+                                coflow_flows)
 from emulate.sim.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_DONE,
                                   EPS_BYTES, SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
                                   STUCK as _STUCK, _less, advance_flow, byte_limit_dt, emit,
-                                  next_event, pair_lists, run_matching, set_rate)
+                                  next_event, NO_KEY, matching_pairs, rekey_pairs,
+                                  run_matching, set_rate)
 
 
 @numba.njit(cache=True)
@@ -273,6 +275,11 @@ class Simulator:
         self.events = 0
         self.policy_calls = 0
         self._pair_map = None  # scratch of emulate.sim.matching.pair_lists
+        self._pair_of = None  # each flow's pair in the matching's pair lists
+        # the matching's rank keys label[coflow] * W + (position inside the coflow), the
+        # labels of the last matching plan's coflows (None: it ranks flows by position)
+        self._label = None
+        self._width = 1 << int(np.diff(a.coflow_ptr).max(initial=0)).bit_length()
         self._pos = np.full(nf, -1, dtype=np.int64)  # position of each flow in the order
         self._order = np.zeros(0, dtype=np.int64)  # the current plan's order
         # the matching's pair lists kept for the next plan when it serves the same
@@ -402,11 +409,16 @@ class Simulator:
                 and self.incremental and not plan.rates_fixed)
         kept = (self._same_order(plan) if matching else
                 self._same_fair(plan) if fair else None)
+        order = None
+        if kept is None and matching:
+            kept, order = self._reorder(plan, st)
         if kept is None:
             self._kept = self._fair = None
             order = np.ascontiguousarray(plan.flow_order(st), dtype=np.int64)
-        else:
+        elif order is None:
             order = self._order  # done flows stay in it (behind their pairs' heads)
+        else:
+            self._order = order
         has_cap = False
         if plan.rate_cap is None:
             if self._no_cap is None:
@@ -486,7 +498,7 @@ class Simulator:
 
         Then the flow order is the last one without its done flows, and the pair lists
         the matching left (each pair's head is its first flow not done, each port's pairs
-        sorted by head) are those ``pair_lists`` would build for it: the engine keeps
+        sorted by head) are those ``matching_pairs`` would build for it: the engine keeps
         them instead of rebuilding both in O(flows). With releases at 0 this holds at
         nearly every completion under static orders (fifo, scf, ...) and often under
         sincronia's BSSI."""
@@ -513,7 +525,7 @@ class Simulator:
         a = self.arrays
         life = self.lifecycle
         nport = a.cores * a.ports
-        pairs = kept if kept is not None else self._pairs(order, core)
+        pairs = kept if kept is not None else self._pairs(order, core, plan.coflow_order)
         if plan.coflow_order is not None:
             keep_core = core if core is plan.core and not core.flags.writeable else core.copy()
             self._kept = (np.array(plan.coflow_order, dtype=np.int64), keep_core, pairs)
@@ -522,7 +534,7 @@ class Simulator:
             # (every sending flow is in the order: step stopped the others)
             prev_running = np.flatnonzero(self.rate > 0)
             t, reason, self.n_seg, ev = run_matching(
-                self.t, stop, order, pos, a.src, a.dst, a.coflow, a.size, core,
+                self.t, stop, pos, a.src, a.dst, a.coflow, a.size, core,
                 self.core_cap, self.rem, self.rate, self.done, self.pinned,
                 self.flow_completion, life.left, self.sent, limit, has_limit,
                 life.completion, self._stops, self.record, self.seg_start, *self._seg,
@@ -578,10 +590,74 @@ class Simulator:
             self._pair_map = np.full(a.cores * a.ports * a.ports, -1, dtype=np.int64)
         return self._pair_map
 
-    def _pairs(self, order, core):
-        """:func:`emulate.sim.matching.pair_lists` of ``order``."""
+    def _pairs(self, order, core, coflow_order):
+        """:func:`emulate.sim.matching.matching_pairs` of ``order``, after setting the
+        rank keys of its flows (:meth:`_rank_keys`)."""
         a = self.arrays
-        return pair_lists(order, a.src, a.dst, core, a.ports, a.cores * a.ports, self._map())
+        self._rank_keys(order, coflow_order)
+        if self._pair_of is None:
+            self._pair_of = np.full(a.n_flows, -1, dtype=np.int64)
+        return matching_pairs(order, self._pos, a.src, a.dst, core, a.ports,
+                              a.cores * a.ports, self._map(), self._pair_of)
+
+    def _rank_keys(self, order, coflow_order) -> None:
+        """Rank keys for the flows of ``order`` (``self._pos``, their positions until
+        now): ``label[k] * W + r`` for the ``r``-th flow of coflow ``k`` in ``order``,
+        the labels spread over the key space along ``coflow_order``, when ``order`` is
+        that coflow order's flows coflow after coflow. Then a later plan that only moves
+        some coflows moves their flows' keys alone (:meth:`_reorder`)."""
+        self._label = None
+        if coflow_order is None or not len(order):
+            return
+        a = self.arrays
+        co = np.asarray(coflow_order, dtype=np.int64)
+        label = np.full(a.n_coflows, -1, dtype=np.int64)
+        label[co] = (np.arange(len(co)) + 1) * ((NO_KEY // self._width) // (len(co) + 1))
+        c = a.coflow[order]
+        starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+        run_label = label[c[starts]]
+        if run_label[0] < 0 or np.any(np.diff(run_label) <= 0):
+            return  # not coflow after coflow along coflow_order: keys stay positions
+        within = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+        self._pos[order] = label[c] * self._width + within
+        self._label = label
+
+    def _reorder(self, plan, st):
+        """``(pairs, order)``: the kept pair lists with the flows of the coflows ``plan``
+        moves rekeyed, and its flow order, if ``plan`` (a matching plan) orders the same
+        coflows as the last one, with the same flows left on the same cores; else
+        ``(None, None)``.
+
+        The coflows that keep their place are a heaviest (by flows left) increasing
+        subsequence of the old labels; the others get labels between their kept
+        neighbours (``emulate.sim.capped`` does the same for its pairs), so only their
+        flows move in the pair lists: under ``aalo`` a plan moves the coflows that
+        crossed a queue's threshold."""
+        kept = self._kept
+        if kept is None or self._label is None or plan.coflow_order is None:
+            return None, None
+        co, core, pairs = kept
+        a = self.arrays
+        life = self.lifecycle
+        new = np.ascontiguousarray(plan.coflow_order, dtype=np.int64)
+        old = co[~life.done[co]]
+        if old.shape != new.shape or not np.array_equal(np.sort(old), np.sort(new)):
+            return None, None
+        if np.count_nonzero(life.eligible) != _count_live(self._order, self.done):
+            return None, None  # coflows became ready: their flows join the order
+        if (a.cores > 1 and core is not plan.core
+                and not _same_cores(self._order, self.done, core, plan.core)):
+            return None, None
+        label = self._label
+        keep = _heaviest_increasing(label[new], np.maximum(life.left[new], 1).astype(np.float64))
+        if not _relabel(new, keep, label, NO_KEY // self._width):
+            return None, None
+        moved = coflow_flows(new[~keep], a.coflow_ptr, a.coflow_flows, life.eligible)
+        moved = moved[~self.done[moved]]
+        pos = self._pos
+        rekey_pairs(moved, label[a.coflow[moved]] * self._width + (pos[moved] & (self._width - 1)),
+                    pos, pairs)
+        return pairs, np.ascontiguousarray(plan.flow_order(st), dtype=np.int64)
 
     def _advance_capped(self, plan, st, stop):
         """Priority with caps that fit the links: the capped engine (emulate.sim.capped),

@@ -18,12 +18,20 @@ walk, without the heap, and queues the first that is not: a flow passed as block
 correctly decided, because whatever frees its other port later (a completion, a
 displacement) starts a cursor there that reaches it from that side.
 
+An event costs in proportion to what it changes, not to the number of ports: a sending
+flow's remaining bytes are brought up to date only when it finishes, stops or the run
+returns, and the next completion comes from a heap of the sending flows' due times (as in
+:mod:`emulate.sim.capped`), so the flows whose rate stays the same are not touched. (On
+FB2010 tiled ``k`` times on disjoint ports, scanning every port at every event made the
+matching's time grow as ``k**2``.) Plans with byte limits (``aalo``) still scan the
+sending flows at each event for the limits' crossing times.
+
 Written twice on purpose: the advance of a flow that does not finish in a step (its
-remaining bytes down, its coflow's bytes sent up) is inlined in :func:`run_matching` and
-in the simulator's own loops (``emulate.sim.flowsim._run``) instead of calling
-:func:`advance_flow`, which does the same for a finishing flow. A numba call that passes
-arrays costs an atomic reference-count increment and decrement per array, and this runs
-for every sending flow at every event (the counts were 58 % of the matching's time).
+remaining bytes down, its coflow's bytes sent up) is inlined in the simulator's own
+loops (``emulate.sim.flowsim._run``) instead of calling :func:`advance_flow`, which does
+the same for a finishing flow. A numba call that passes arrays costs an atomic
+reference-count increment and decrement per array, and those loops run it for every
+sending flow at every event.
 ``duplicates`` lists the pair; a change to one belongs in the other.
 """
 from __future__ import annotations
@@ -110,6 +118,12 @@ def heap_pop(hk, hp, hi, n):
 
 #: bytes below which a flow counts as finished (absorbs floating-point residue)
 EPS_BYTES = 1e-6
+
+#: a flow displaced this close (relative to the time) before it is due ends then: the
+#: two are one instant in exact arithmetic, but the engine reckons each flow's due time
+#: from its own start, so times that are equal in exact arithmetic can round some ulps
+#: apart; displaced with the few bytes left, it would wait for its ports again
+TIE = 1e-12
 
 
 @numba.njit(**LEAF)
@@ -286,6 +300,82 @@ def pair_lists(order, src, dst, core, ports, nport, pair_map):
     return pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen
 
 
+#: a rank key above every flow's
+NO_KEY = 1 << 62
+
+
+@numba.njit(cache=True)
+def matching_pairs(order, key, src, dst, core, ports, nport, pair_map, pair_of):
+    """The pair lists :func:`run_matching` takes for the flows of ``order`` (by rank),
+    whose rank keys are ``key[order]`` (increasing): :func:`pair_lists`, with flows
+    instead of positions (``pflow``), keys instead of positions (``qkey``), and
+    ``pair_of`` (per flow, filled for the flows of ``order``) as ``pair``."""
+    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pair_lists(
+        order, src, dst, core, ports, nport, pair_map)
+    for m in range(order.shape[0]):
+        pair_of[order[m]] = pair[m]
+        pflow[m] = order[pflow[m]]
+    for x in range(qkey.shape[0]):
+        qkey[x] = key[order[qkey[x]]]
+    return pair_of, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen
+
+
+@numba.njit(cache=True)
+def rekey_pairs(flows, new_key, pos, pairs):
+    """The flows ``flows`` (not done, in the pair lists ``pairs``) take the rank keys
+    ``new_key``: ``pos`` and the lists follow (each pair's flows left sorted by key, each
+    port's pairs by their head's key), for work in proportion to the pairs they are in.
+    Keys stay distinct."""
+    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pairs
+    n = flows.shape[0]
+    touched = np.empty(n, dtype=np.int64)
+    old_head = np.empty(n, dtype=np.int64)
+    mark = np.zeros(pin.shape[0], dtype=np.bool_)
+    nt = 0
+    for m in range(n):
+        e = pair[flows[m]]
+        if not mark[e]:
+            mark[e] = True
+            touched[nt] = e
+            old_head[nt] = pos[pflow[phead[e]]]
+            nt += 1
+    for m in range(n):
+        pos[flows[m]] = new_key[m]
+    for x in range(nt):
+        e = touched[x]
+        lo = phead[e]
+        hi = pptr[e + 1]
+        seg = pflow[lo:hi].copy()
+        keys = np.empty(hi - lo, dtype=np.int64)
+        for j in range(hi - lo):
+            keys[j] = pos[seg[j]]
+        idx = np.argsort(keys)
+        for j in range(hi - lo):
+            pflow[lo + j] = seg[idx[j]]
+        new = keys[idx[0]]
+        for port in (pin[e], pout[e]):
+            if new > old_head[x]:
+                _requeue(port, old_head[x], new, e, qptr, qpair, qkey, qlen)
+            elif new < old_head[x]:
+                _requeue(port, old_head[x], -1, e, qptr, qpair, qkey, qlen)
+                _enqueue(port, new, e, qptr, qpair, qkey, qlen)
+
+
+@numba.njit(**LEAF)
+def _enqueue(port, key, e, qptr, qpair, qkey, qlen):
+    """Insert pair ``e``, headed by rank key ``key``, into ``port``'s sorted pair list
+    (which has room for it: each pair has its place in the lists of its two ports)."""
+    lo = qptr[port]
+    j = lo + qlen[port]
+    while j > lo and qkey[j - 1] > key:
+        qkey[j] = qkey[j - 1]
+        qpair[j] = qpair[j - 1]
+        j -= 1
+    qkey[j] = key
+    qpair[j] = e
+    qlen[port] += 1
+
+
 @numba.njit(**LEAF)
 def _requeue(port, old, new, e, qptr, qpair, qkey, qlen):
     """Pair ``e``'s head moved from position ``old`` to ``new`` (-1: no flow left): keep
@@ -355,8 +445,82 @@ def _saturated(key, owner, qlen, pos, nport):
     return True
 
 
+@numba.njit(**LEAF)
+def _due(f, tl, rem, rate, size):
+    """The time flow ``f`` (``rem[f]`` bytes left at ``tl``, sending at ``rate[f]``) is
+    down to the finishing tolerance of :func:`advance_flow`."""
+    left = rem[f] - (EPS_BYTES + 1e-12 * size[f])
+    return tl + (left if left > 0.0 else 0.0) / rate[f]
+
+
+@numba.njit(**LEAF)
+def _vacate(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey, qlen, owner):
+    """Flow ``f``, holding input port ``p``, has finished: its two ports are free and its
+    pair's head moves on (both ports' pair lists stay sorted). Returns its output port."""
+    e = pair[f]
+    po = pout[e]
+    owner[p] = -1
+    owner[po] = -1
+    phead[e] += 1
+    new = pos[pflow[phead[e]]] if phead[e] < pptr[e + 1] else -1
+    _requeue(p, pos[f], new, e, qptr, qpair, qkey, qlen)
+    _requeue(po, pos[f], new, e, qptr, qpair, qkey, qlen)
+    return po
+
+
+@numba.njit(**LEAF)
+def _catch_up(t, nport, owner, tl, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey,
+              qlen, rem, size, sent, coflow, done, flow_completion, left, coflow_completion,
+              rate, core, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate,
+              n_seg):
+    """Bring every sending flow's remaining bytes (and its coflow's sent bytes) up to
+    ``t``: the caller reads them when :func:`run_matching` returns. A flow that rounding
+    finishes here leaves the matching. Returns (n_seg, a coflow completed)."""
+    completed = False
+    for p in range(nport):
+        f = owner[p]
+        if f >= 0 and tl[p] < t:
+            n_seg, fin, cd = advance_flow(
+                f, t - tl[p], t, rem, size, sent, coflow, done, flow_completion, left,
+                coflow_completion, rate, core, seg_start, record, seg_flow, seg_core,
+                seg_t0, seg_t1, seg_rate, n_seg)
+            tl[p] = t
+            if fin:
+                _vacate(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey, qlen,
+                        owner)
+                completed = completed or cd
+    return n_seg, completed
+
+
+@numba.njit(**LEAF)
+def _limit_time(t, nport, owner, tl, rate, coflow, byte_limit, sent, ctot, cpend):
+    """The earliest time (``t`` or after) at which a coflow with a byte limit reaches it
+    (to 1e-12 of it), given the sending flows (the holders of the input ports, whose bytes
+    since ``tl`` of their port are not in ``sent`` yet); inf if none will. ``ctot`` and
+    ``cpend`` are per-coflow scratch, left zeroed."""
+    for p in range(nport):
+        f = owner[p]
+        if f >= 0 and byte_limit[coflow[f]] < np.inf:
+            ctot[coflow[f]] += rate[f]
+            cpend[coflow[f]] += rate[f] * (t - tl[p])
+    out = np.inf
+    for p in range(nport):
+        f = owner[p]
+        if f >= 0:
+            k = coflow[f]
+            if ctot[k] > 0.0:
+                s = sent[k] + cpend[k]
+                if s >= byte_limit[k] * (1 - 1e-12):
+                    out = t
+                else:
+                    out = min(out, t + (byte_limit[k] - s) / ctot[k])
+                ctot[k] = 0.0
+                cpend[k] = 0.0
+    return out
+
+
 @numba.njit(cache=True)
-def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_cap,
+def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
                  rem, rate, done, pinned, flow_completion, left, sent, byte_limit,
                  has_limit, coflow_completion, stops, record, seg_start, seg_flow,
                  seg_core, seg_t0, seg_t1, seg_rate, n_seg, pairs, owner, prev_running):
@@ -365,14 +529,23 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
     Returns (t, reason, n_seg, inner_events).
 
     Ports are numbered ``h*P + i`` (input i of core h) and ``C*P + h*P + j`` (output j);
-    ``pairs`` is :func:`pair_lists` of ``order``, ``owner`` the flow holding each port or
-    -1. The matching is first built from ``order`` and the pairs' current heads;
-    ``prev_running`` lists the flows sending before (their segments end if they stop).
+    ``pos`` is each flow's rank key (smaller first; -1: not in the plan) and ``pairs``
+    the plan's :func:`matching_pairs`, ``owner`` the flow holding each port or -1. The
+    matching is first built from the pairs' current heads; ``prev_running`` lists the
+    flows sending before (their segments end if they stop).
 
     Only the first flow not done of a (core, src, dst) pair can be in the greedy
     matching (the later ones meet the same two ports, taken by then), so the greedy
     matching of flows is the greedy matching of pairs keyed by their head flow: the
     cursors walk pairs, not flows.
+
+    An event touches only the flows whose rate changes or that finish: a sending flow's
+    remaining bytes are brought up to date when it finishes, stops or the call returns
+    (``tl``, per input port: the time its holder's ``rem`` refers to), and the next
+    completion comes from a heap keyed by the time each sending flow is down to the
+    finishing tolerance (``due``: its holder's live entry; entries of flows that stopped
+    since are skipped). Only a plan with byte limits scans the sending flows at each
+    event, for the limits' crossing times.
     """
     pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pairs
     cores = core_cap.shape[0]
@@ -383,6 +556,7 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
     completed = False  # a coflow completed (nothing left to send then is no deadlock)
     nh = 0
     ctot = np.zeros(byte_limit.shape[0])
+    cpend = np.zeros(byte_limit.shape[0] if has_limit else 0)
     seg_cap = seg_flow.shape[0]
     events = 0
     freed = np.empty(2 * nport, dtype=np.int64)
@@ -407,7 +581,7 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
     for e in range(pin.shape[0]):
         if phead[e] < pptr[e + 1]:
             live[n_live] = e
-            heads[n_live] = pflow[phead[e]]
+            heads[n_live] = pos[pflow[phead[e]]]
             if n_live > 0 and heads[n_live] < heads[n_live - 1]:
                 is_sorted = False
             n_live += 1
@@ -424,7 +598,7 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
         passed[pi] += 1
         passed[po] += 1
         if free_i and free_o:
-            f = order[pflow[phead[e]]]
+            f = pflow[phead[e]]
             owner[pi] = f
             owner[po] = f
             open_in -= 1
@@ -443,6 +617,15 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
                              seg_core, seg_t0, seg_t1, seg_rate, n_seg)
                 rate[f] = 0.0
                 seg_start[f] = t
+    # the due heap: (due time, input port, its holder)
+    tl = np.empty(nport)
+    due = np.full(nport, -1.0)
+    dk = np.empty(nport + 16)
+    dp = np.empty(nport + 16, dtype=np.int64)
+    df = np.empty(nport + 16, dtype=np.int64)
+    nd = 0
+    stash = np.empty(nport, dtype=np.int64)
+    stash_fin = np.empty(nport)
     for p in range(nport):
         f = owner[p]
         if f >= 0:
@@ -455,65 +638,74 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
                 seg_start[f] = t
             if pinned[f] < 0:
                 pinned[f] = core[f]
+            tl[p] = t
+            due[p] = _due(f, t, rem, rate, size)
+            dk, dp, df, nd = heap_push(dk, dp, df, nd, due[p], p, f)
+    reason = STOP_TIME
     while True:
         if record and n_seg + 4 * nport + 2 > seg_cap:
-            return t, SEG_FULL, n_seg, events
-        dt = stop_time - t
-        for p in range(nport):
-            f = owner[p]
-            if f >= 0:
-                d = rem[f] / rate[f]
-                if d < dt:
-                    dt = d
+            reason = SEG_FULL
+            break
+        # the next completion: the flows due before the earliest finish among them
+        best = np.inf
+        n_st = 0
+        while nd > 0 and dk[0] <= best:
+            key, p, f, nd = heap_pop(dk, dp, df, nd)
+            if owner[p] != f or due[p] != key:
+                continue  # it stopped (or finished) since this entry was pushed
+            due[p] = -1.0
+            fin = tl[p] + rem[f] / rate[f]
+            if fin < best:
+                best = fin
+            stash[n_st] = p
+            stash_fin[n_st] = fin
+            n_st += 1
         if has_limit:
-            dt = byte_limit_dt(owner, nport, rate, coflow, byte_limit, sent, ctot, dt)
-        if dt == np.inf:
-            return t, COFLOW_DONE if completed else STUCK, n_seg, events
+            best = min(best, _limit_time(t, nport, owner, tl, rate, coflow, byte_limit,
+                                         sent, ctot, cpend))
+        if best == np.inf and stop_time == np.inf:
+            reason = COFLOW_DONE if completed else STUCK
+            break
         events += 1
-        t_new, dt = next_event(t, dt, stop_time, core_cap)
+        t_new = stop_time if best >= stop_time or joins_stop(best, stop_time,
+                                                            core_cap) else best
+        # (a stop a hair after ``best`` joins it: the flows due by then finish with it)
+        while nd > 0 and dk[0] <= t_new:
+            key, p, f, nd = heap_pop(dk, dp, df, nd)
+            if owner[p] == f and due[p] == key:
+                due[p] = -1.0
+                stash[n_st] = p
+                stash_fin[n_st] = tl[p] + rem[f] / rate[f]
+                n_st += 1
         coflow_done = False
-        limit_hit = False
         n_freed = 0
-        for p in range(nport):
+        for x in range(n_st):
+            p = stash[x]
             f = owner[p]
-            if f < 0:
-                continue
-            k = coflow[f]
-            moved = rate[f] * dt
-            if moved > rem[f]:
-                moved = rem[f]
-            if rem[f] - moved > EPS_BYTES + 1e-12 * size[f]:
-                # not finishing: what advance_flow does, without its call (whose array
-                # arguments cost atomic reference counts)
-                rem[f] = _less(rem[f], moved, size[f])
-                sent[k] += moved
-                if has_limit and byte_limit[k] < np.inf and sent[k] >= byte_limit[k] * (1 - 1e-12):
-                    limit_hit = True
-                continue
+            # the flows finishing at ``t_new`` send all they have left: ``t_new - tl``
+            # may round to less
             n_seg, finished, cdone = advance_flow(
-                f, dt, t_new, rem, size, sent, coflow, done, flow_completion, left,
-                coflow_completion, rate, core, seg_start, record, seg_flow, seg_core,
-                seg_t0, seg_t1, seg_rate, n_seg)
-            if finished:
-                e = pair[pos[f]]
-                po = pout[e]
-                owner[p] = -1
-                owner[po] = -1
-                phead[e] += 1
-                new = pflow[phead[e]] if phead[e] < pptr[e + 1] else -1
-                _requeue(p, pos[f], new, e, qptr, qpair, qkey, qlen)
-                _requeue(po, pos[f], new, e, qptr, qpair, qkey, qlen)
-                freed[n_freed] = p
-                freed[n_freed + 1] = po
-                freed_after[n_freed] = pos[f]
-                freed_after[n_freed + 1] = pos[f]
-                n_freed += 2
-                if cdone:
-                    completed = True
-                    coflow_done = coflow_done or stops[coflow[f]]
-            elif has_limit and byte_limit[k] < np.inf and sent[k] >= byte_limit[k] * (1 - 1e-12):
-                limit_hit = True
+                f, np.inf if stash_fin[x] <= t_new else t_new - tl[p], t_new, rem, size,
+                sent, coflow, done, flow_completion, left, coflow_completion, rate, core,
+                seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg)
+            tl[p] = t_new
+            if not finished:
+                due[p] = _due(f, t_new, rem, rate, size)
+                dk, dp, df, nd = heap_push(dk, dp, df, nd, due[p], p, f)
+                continue
+            po = _vacate(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey,
+                         qlen, owner)
+            freed[n_freed] = p
+            freed[n_freed + 1] = po
+            freed_after[n_freed] = pos[f]
+            freed_after[n_freed + 1] = pos[f]
+            n_freed += 2
+            if cdone:
+                completed = True
+                coflow_done = coflow_done or stops[coflow[f]]
         t = t_new
+        limit_hit = has_limit and _limit_time(t, nport, owner, tl, rate, coflow,
+                                              byte_limit, sent, ctot, cpend) <= t
         # cursors on the freed ports (after every list is up to date)
         for m in range(n_freed):
             hk, hp, hi, nh = _cursor(hk, hp, hi, nh, freed[m], freed_after[m], qptr, qkey,
@@ -521,14 +713,20 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
         if coflow_done or limit_hit or t >= stop_time:
             # (at the stop time the next plan decides what starts now: nothing is pinned
             # before it sends)
-            nh = 0
-            if coflow_done or limit_hit:
-                return t, COFLOW_DONE if coflow_done else BYTE_LIMIT, n_seg, events
-            return t, STOP_TIME, n_seg, events
+            reason = COFLOW_DONE if coflow_done else BYTE_LIMIT if limit_hit else STOP_TIME
+            break
         # repair the matching, cursors in rank order
         steps = 0
         while nh > 0:
             key, port, k, nh = heap_pop(hk, hp, hi, nh)
+            lo = qptr[port]
+            if k >= qlen[port] or qkey[lo + k] != key:
+                # the list moved under the cursor (a displaced flow finished, its pair's
+                # head moved on): go on from the first pair at or after ``key``
+                k = np.searchsorted(qkey[lo:lo + qlen[port]], key)
+                if k < qlen[port]:
+                    hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[lo + k], port, k)
+                continue
             steps += 1
             if steps % 32 == 0 and _saturated(key, owner, qlen, pos, nport):
                 nh = 0  # no flow at or after `key` can get a port: every cursor dies
@@ -537,31 +735,49 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
             if own >= 0 and pos[own] <= key:
                 continue  # the port is held by a flow of higher priority: cursor dies
             e = qpair[qptr[port] + k]
-            g = order[key]
+            g = pflow[phead[e]]
             h = core[g]
             q = pout[e] if port < nport else pin[e]
             oq = owner[q]
             if oq >= 0 and pos[oq] < key:
                 # blocked at its other port: walk on to the first pair that is not (or
                 # until the port's holder outranks the walk) and queue that one
-                k = _walk(port, k + 1, pos[own] if own >= 0 else order.shape[0], nport,
+                k = _walk(port, k + 1, pos[own] if own >= 0 else NO_KEY, nport,
                           qptr, qpair, qkey, qlen, pin, pout, owner, pos)
                 if k >= 0:
                     hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[qptr[port] + k], port, k)
                 continue
             for d in (own, oq):
                 if d >= 0 and rate[d] > 0.0:
-                    # displaced: frees its ports; a cursor on the one g does not take
-                    ed = pair[pos[d]]
+                    # displaced: its bytes up to now, then it frees its ports; a cursor
+                    # on the one g does not take
+                    ed = pair[d]
                     di = pin[ed]
                     do = pout[ed]
-                    owner[di] = -1
-                    owner[do] = -1
-                    n_seg = emit(record, d, core[d], seg_start[d], t, rate[d], seg_flow,
-                                 seg_core, seg_t0, seg_t1, seg_rate, n_seg)
-                    rate[d] = 0.0
-                    seg_start[d] = t
+                    due[di] = -1.0
                     other = do if (di == port or di == q) else di
+                    fin = tl[di] + rem[d] / rate[d]
+                    n_seg, finished, cdone = advance_flow(
+                        d, np.inf if fin - t <= TIE * t else t - tl[di], t, rem, size,
+                        sent, coflow, done, flow_completion,
+                        left, coflow_completion, rate, core, seg_start, record, seg_flow,
+                        seg_core, seg_t0, seg_t1, seg_rate, n_seg)
+                    if finished:
+                        # (it is due at this instant: it ends now; its pair's next flow
+                        # is ranked after g, so the entries that move in the port lists
+                        # are after the cursor's)
+                        _vacate(di, d, pos, pair, pptr, pflow, phead, pout, qptr, qpair,
+                                qkey, qlen, owner)
+                        if cdone:
+                            completed = True
+                            coflow_done = coflow_done or stops[coflow[d]]
+                    else:
+                        owner[di] = -1
+                        owner[do] = -1
+                        n_seg = emit(record, d, core[d], seg_start[d], t, rate[d],
+                                     seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg)
+                        rate[d] = 0.0
+                        seg_start[d] = t
                     hk, hp, hi, nh = _cursor(hk, hp, hi, nh, other, pos[d], qptr, qkey,
                                              qlen)
             owner[port] = g
@@ -570,3 +786,16 @@ def run_matching(t, stop_time, order, pos, src, dst, coflow, size, core, core_ca
             seg_start[g] = t
             if pinned[g] < 0:
                 pinned[g] = h
+            gi = pin[e]
+            tl[gi] = t
+            due[gi] = _due(g, t, rem, rate, size)
+            dk, dp, df, nd = heap_push(dk, dp, df, nd, due[gi], gi, g)
+        if coflow_done:  # a displaced flow's coflow completed
+            reason = COFLOW_DONE
+            break
+    # every sending flow up to now: the caller reads rem and sent
+    n_seg, _ = _catch_up(t, nport, owner, tl, pos, pair, pptr, pflow, phead, pout, qptr,
+                         qpair, qkey, qlen, rem, size, sent, coflow, done, flow_completion,
+                         left, coflow_completion, rate, core, seg_start, record, seg_flow,
+                         seg_core, seg_t0, seg_t1, seg_rate, n_seg)
+    return t, reason, n_seg, events
