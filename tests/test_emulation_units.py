@@ -139,13 +139,14 @@ def test_receive_window_is_a_few_ms_of_the_link_or_four_segments():
     assert window(MininetRun, [10e6, 100e6]) == int(100e6 / 8 * 0.0065)
 
 
-def test_tcp_counters_parse_the_kernels_tables_and_sum_over_hosts(tmp_path):
+def test_tcp_counters_parse_the_kernels_tables_and_sum_over_hosts():
+    import os
+
     from emulate.mininet.tcpstats import COUNTERS, describe, parse_proc_tables, tcp_counters
     text = ("Tcp: RtoAlgorithm OutSegs RetransSegs\nTcp: 1 1000 7\n"
             "TcpExt: TCPTimeouts TCPLossProbes\nTcpExt: 3 2\n")
     t = parse_proc_tables(text)
     assert t[("Tcp", "OutSegs")] == 1000 and t[("TcpExt", "TCPTimeouts")] == 3
-    import os
     one = tcp_counters([os.getpid()])
     assert set(one) == set(COUNTERS) and all(v >= 0 for v in one.values())
     two = tcp_counters([os.getpid(), os.getpid(), 2 ** 22 + 12345])   # a gone pid: nothing

@@ -516,7 +516,7 @@ def _sweep(R, tiny_of, a, akey, apair, aamt, alen, fullk, hkey, pin, pout, qbase
 
 # ----------------------------------------------------------------------------- plans
 @numba.njit(cache=True)
-def _heaviest_increasing(labels, weight):
+def heaviest_increasing(labels, weight):
     """Which entries to keep: a heaviest subsequence of ``labels`` (distinct; -1 entries
     may not be kept) strictly increasing, by ``weight`` (> 0). O(n log n) with a Fenwick
     tree over the labels' ranks."""
@@ -561,8 +561,17 @@ def _heaviest_increasing(labels, weight):
     return keep
 
 
+def spread_labels(n_coflows: int, order, space: int) -> np.ndarray:
+    """Labels of coflows, ``-1`` outside ``order``, those of ``order`` increasing along it
+    and spread evenly over ``(0, space)``: room between any two for :func:`relabel`."""
+    label = np.full(n_coflows, -1, dtype=np.int64)
+    n = len(order)
+    label[order] = (np.arange(n, dtype=np.int64) + 1) * (space // (n + 1))
+    return label
+
+
 @numba.njit(cache=True)
-def _relabel(order, keep, label, space):
+def relabel(order, keep, label, space):
     """New labels for the coflows of ``order`` (in priority order): those kept keep
     theirs (increasing along ``order``), the others get labels spread between their kept
     neighbours. Returns False (nothing changed) when a gap has no room: relabel all."""
@@ -1129,10 +1138,7 @@ class CappedEngine:
         self.nh = 0
         self.cflows = np.zeros(0, dtype=np.int64)
         if mode == "coflow":
-            n = len(coflow_order)
-            self.label = np.full(a.n_coflows, -1, dtype=np.int64)
-            self.label[coflow_order] = (np.arange(n, dtype=np.int64) + 1) * (
-                (KEY_SPACE // self.W) // (n + 1))
+            self.label = spread_labels(a.n_coflows, coflow_order, KEY_SPACE // self.W)
             insert = ordered_flows(coflow_order, a.coflow_ptr, a.coflow_flows, eligible,
                                    self.core_of, -1)
             ikey = self.label[a.coflow[insert]] * self.W + self.rk[insert]
@@ -1149,9 +1155,9 @@ class CappedEngine:
         False (nothing changed) if the labels have no room left: rebuild."""
         a = self.arrays
         old_labels = self.label[coflow_order]
-        keep = _heaviest_increasing(old_labels, left[coflow_order].astype(np.float64))
+        keep = heaviest_increasing(old_labels, left[coflow_order].astype(np.float64))
         new_label = self.label.copy()
-        if not _relabel(coflow_order, keep, new_label, KEY_SPACE // self.W):
+        if not relabel(coflow_order, keep, new_label, KEY_SPACE // self.W):
             return False
         moved = coflow_order[(old_labels >= 0) & ~keep]
         out = ordered_flows(moved, a.coflow_ptr, a.coflow_flows, eligible, self.core_of, 1)

@@ -50,8 +50,8 @@ from controller.policies.base import Policy, policy_label
 from controller.rates import byte_caps, fair_rates, priority_rates
 from emulate.io.records import RunResult, Segments
 from emulate.sim import fairshare
-from emulate.sim.capped import (CappedEngine, _heaviest_increasing, _relabel, capped_flows,
-                                coflow_flows)
+from emulate.sim.capped import (CappedEngine, capped_flows, coflow_flows, heaviest_increasing,
+                                relabel, spread_labels)
 from emulate.sim.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_DONE,
                                   EPS_BYTES, SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
                                   STUCK as _STUCK, _less, advance_flow, byte_limit_dt, emit,
@@ -611,8 +611,7 @@ class Simulator:
             return
         a = self.arrays
         co = np.asarray(coflow_order, dtype=np.int64)
-        label = np.full(a.n_coflows, -1, dtype=np.int64)
-        label[co] = (np.arange(len(co)) + 1) * ((NO_KEY // self._width) // (len(co) + 1))
+        label = spread_labels(a.n_coflows, co, NO_KEY // self._width)
         c = a.coflow[order]
         starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
         run_label = label[c[starts]]
@@ -649,8 +648,8 @@ class Simulator:
                 and not _same_cores(self._order, self.done, core, plan.core)):
             return None, None
         label = self._label
-        keep = _heaviest_increasing(label[new], np.maximum(life.left[new], 1).astype(np.float64))
-        if not _relabel(new, keep, label, NO_KEY // self._width):
+        keep = heaviest_increasing(label[new], np.maximum(life.left[new], 1).astype(np.float64))
+        if not relabel(new, keep, label, NO_KEY // self._width):
             return None, None
         moved = coflow_flows(new[~keep], a.coflow_ptr, a.coflow_flows, life.eligible)
         moved = moved[~self.done[moved]]
