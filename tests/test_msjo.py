@@ -98,7 +98,7 @@ def test_every_policy_schedule_is_feasible(c, interval):
         assert np.all(np.isfinite(s.start)), name
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=30, **SETTINGS)
 @given(st.integers(0, 10_000), st.sampled_from(["random", "uniform"]))
 def test_every_policy_is_feasible_on_generated_clusters(seed, scenario):
     c = synthetic(2, scenario=scenario, machines=8, mean_maps=4, seed=seed)
