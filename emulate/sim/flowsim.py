@@ -183,6 +183,10 @@ def _run(t, stop_time, order, pos, src, dst, coflow, size, core, cap, fair, back
             return t, _STOP_TIME, n_seg, n_running, events
 
 
+#: no pair of the kept lists has a new head key (see :func:`rekey_pairs`)
+_NO_CHANGE = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+
 @numba.njit(cache=True)
 def _count_live(order, done):
     """How many flows of ``order`` are not done."""
@@ -283,8 +287,10 @@ class Simulator:
         self._pos = np.full(nf, -1, dtype=np.int64)  # position of each flow in the order
         self._order = np.zeros(0, dtype=np.int64)  # the current plan's order
         # the matching's pair lists kept for the next plan when it serves the same
-        # coflows in the same order (see _same_order): (coflow order, cores, pairs)
+        # coflows in the same order (see _same_order) or moves some (_reorder): (coflow
+        # order, cores, pairs, [matching, ports to repair (port, after key), their count])
         self._kept = None
+        self._rekeyed = _NO_CHANGE  # the pairs _reorder moved, and their old head keys
         self._fair = None  # the fair-sharing kernel's state, kept likewise: (cores, state)
         self._through = False  # run(): keep plans through completions if they say so
         self._every_coflow = np.ones(nc, dtype=np.bool_)
@@ -505,7 +511,7 @@ class Simulator:
         kept = self._kept
         if kept is None or plan.coflow_order is None:
             return None
-        co, core, pairs = kept
+        co, core, pairs, _ = kept
         life = self.lifecycle
         new = np.asarray(plan.coflow_order)
         old = co[~life.done[co]]
@@ -525,20 +531,36 @@ class Simulator:
         a = self.arrays
         life = self.lifecycle
         nport = a.cores * a.ports
+        # the matching the last run left, with the ports it left to repair, goes with
+        # the kept pair lists
+        match = self._kept[3] if kept is not None else None
         pairs = kept if kept is not None else self._pairs(order, core, plan.coflow_order)
+        if match is None:
+            match = [np.full(2 * nport, -1, dtype=np.int64), np.empty(4 * nport, np.int64),
+                     np.empty(4 * nport, np.int64), -1]  # (n_pend -1: build it)
+        self._kept = None
         if plan.coflow_order is not None:
             keep_core = core if core is plan.core and not core.flags.writeable else core.copy()
-            self._kept = (np.array(plan.coflow_order, dtype=np.int64), keep_core, pairs)
-        owner = np.full(2 * nport, -1, dtype=np.int64)
+            self._kept = (np.array(plan.coflow_order, dtype=np.int64), keep_core, pairs,
+                          match)
+        owner, pend_port, pend_after, n_pend = match
+        changed, changed_old = self._rekeyed
+        self._rekeyed = _NO_CHANGE
         while True:
-            # (every sending flow is in the order: step stopped the others)
-            prev_running = np.flatnonzero(self.rate > 0)
-            t, reason, self.n_seg, ev = run_matching(
+            if n_pend < 0:
+                # (every sending flow is in the order: step stopped the others)
+                prev_running = np.flatnonzero(self.rate > 0)
+            else:  # the matching's flows are the sending ones
+                prev_running = np.sort(owner[:nport][owner[:nport] >= 0])
+            t, reason, self.n_seg, ev, n_pend = run_matching(
                 self.t, stop, pos, a.src, a.dst, a.coflow, a.size, core,
                 self.core_cap, self.rem, self.rate, self.done, self.pinned,
                 self.flow_completion, life.left, self.sent, limit, has_limit,
                 life.completion, self._stops, self.record, self.seg_start, *self._seg,
-                self.n_seg, pairs, owner, prev_running)
+                self.n_seg, pairs, owner, prev_running, n_pend >= 0, changed, changed_old,
+                pend_port, pend_after, max(n_pend, 0))
+            match[3] = n_pend
+            changed, changed_old = _NO_CHANGE
             if not self._ran(t, reason, ev):
                 return reason
 
@@ -635,7 +657,7 @@ class Simulator:
         kept = self._kept
         if kept is None or self._label is None or plan.coflow_order is None:
             return None, None
-        co, core, pairs = kept
+        co, core, pairs, _ = kept
         a = self.arrays
         life = self.lifecycle
         new = np.ascontiguousarray(plan.coflow_order, dtype=np.int64)
@@ -654,8 +676,9 @@ class Simulator:
         moved = coflow_flows(new[~keep], a.coflow_ptr, a.coflow_flows, life.eligible)
         moved = moved[~self.done[moved]]
         pos = self._pos
-        rekey_pairs(moved, label[a.coflow[moved]] * self._width + (pos[moved] & (self._width - 1)),
-                    pos, pairs)
+        self._rekeyed = rekey_pairs(
+            moved, label[a.coflow[moved]] * self._width + (pos[moved] & (self._width - 1)),
+            pos, pairs)
         return pairs, np.ascontiguousarray(plan.flow_order(st), dtype=np.int64)
 
     def _advance_capped(self, plan, st, stop):
