@@ -55,7 +55,7 @@ from emulate.sim.capped import (CappedEngine, capped_flows, coflow_flows, heavie
 from emulate.sim.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_DONE,
                                   EPS_BYTES, SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
                                   STUCK as _STUCK, _less, advance_flow, byte_limit_dt, emit,
-                                  next_event, NO_KEY, matching_pairs, rekey_pairs,
+                                  next_event, NO_KEY, drop_passed, matching_pairs, rekey_pairs,
                                   run_matching, set_rate)
 
 
@@ -188,16 +188,6 @@ _NO_CHANGE = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
 
 
 @numba.njit(cache=True)
-def _count_live(order, done):
-    """How many flows of ``order`` are not done."""
-    n = 0
-    for f in order:
-        if not done[f]:
-            n += 1
-    return n
-
-
-@numba.njit(cache=True)
 def _same_cores(order, done, core, new_core):
     """Whether every flow of ``order`` not done has the same core in both."""
     for f in order:
@@ -286,6 +276,7 @@ class Simulator:
         self._width = 1 << int(np.diff(a.coflow_ptr).max(initial=0)).bit_length()
         self._pos = np.full(nf, -1, dtype=np.int64)  # position of each flow in the order
         self._order = np.zeros(0, dtype=np.int64)  # the current plan's order
+        self._left_at_order = 0  # flows left (lifecycle.left's sum) when it was set
         # the matching's pair lists kept for the next plan when it serves the same
         # coflows in the same order (see _same_order) or moves some (_reorder): (coflow
         # order, cores, pairs, [matching, ports to repair (port, after key), their count])
@@ -448,6 +439,7 @@ class Simulator:
             pos[prev] = -1
             pos[order] = np.arange(len(order))
             self._order = order
+            self._left_at_order = int(life.left.sum())
             self._close_segments(np.sort(running[pos[running] < 0]))
         has_limit = bool(np.isfinite(limit).any())
         # the completions that end the incremental kernels' runs
@@ -465,7 +457,8 @@ class Simulator:
         else:
             reason = self._advance_scan(stop, order, pos, core, cap, plan, has_cap, limit,
                                         has_limit)
-        if not fair:  # (the fair-sharing kernel drops its finished flows itself)
+        if not fair and not matching:
+            # (the fair-sharing kernel drops its finished flows itself, the matching too)
             _drop_done(order, self.done, life.eligible)
         return reason
 
@@ -518,12 +511,20 @@ class Simulator:
         if old.shape != new.shape or not np.array_equal(old, new):
             return None
         order = self._order
-        if np.count_nonzero(life.eligible) != _count_live(order, self.done):
+        if not self._no_new_flows():
             return None   # coflows became ready: their flows join the order
         if (self.arrays.cores > 1 and core is not plan.core  # one core: all 0 (validated)
                 and not _same_cores(order, self.done, core, plan.core)):
             return None
         return pairs
+
+    def _no_new_flows(self) -> bool:
+        """Whether the eligible flows are the current order's flows not done (no coflow
+        became ready since the order was set), counted per coflow: the order held the
+        eligible flows then, and only its flows have finished since."""
+        life = self.lifecycle
+        live = len(self._order) - (self._left_at_order - int(life.left.sum()))
+        return int(life.left[life.ready].sum()) == live
 
     def _advance_matching(self, stop, order, pos, core, limit, has_limit, plan,
                           kept) -> int:
@@ -546,6 +547,7 @@ class Simulator:
         owner, pend_port, pend_after, n_pend = match
         changed, changed_old = self._rekeyed
         self._rekeyed = _NO_CHANGE
+        head = pairs[3].copy()  # a pair's flows between these and its new head finish
         while True:
             if n_pend < 0:
                 # (every sending flow is in the order: step stopped the others)
@@ -562,6 +564,7 @@ class Simulator:
             match[3] = n_pend
             changed, changed_old = _NO_CHANGE
             if not self._ran(t, reason, ev):
+                drop_passed(head, pairs, life.eligible)
                 return reason
 
     def _same_fair(self, plan):
@@ -664,7 +667,7 @@ class Simulator:
         old = co[~life.done[co]]
         if old.shape != new.shape or not np.array_equal(np.sort(old), np.sort(new)):
             return None, None
-        if np.count_nonzero(life.eligible) != _count_live(self._order, self.done):
+        if not self._no_new_flows():
             return None, None  # coflows became ready: their flows join the order
         if (a.cores > 1 and core is not plan.core
                 and not _same_cores(self._order, self.done, core, plan.core)):
@@ -679,7 +682,7 @@ class Simulator:
         self._rekeyed = rekey_pairs(
             moved, label[a.coflow[moved]] * self._width + (pos[moved] & (self._width - 1)),
             pos, pairs)
-        return pairs, np.ascontiguousarray(plan.flow_order(st), dtype=np.int64)
+        return pairs, self._order  # (the same flows: their order is in the keys now)
 
     def _advance_capped(self, plan, st, stop):
         """Priority with caps that fit the links: the capped engine (emulate.sim.capped),

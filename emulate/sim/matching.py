@@ -320,6 +320,17 @@ def matching_pairs(order, key, src, dst, core, ports, nport, pair_map, pair_of):
     return pair_of, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen
 
 
+@numba.njit(cache=True)
+def drop_passed(head, pairs, eligible):
+    """The flows the pairs' heads passed since ``head`` (each pair's head index then)
+    have finished: they are no longer eligible. O(pairs + those flows)."""
+    phead = pairs[3]
+    pflow = pairs[2]
+    for e in range(phead.shape[0]):
+        for j in range(head[e], phead[e]):
+            eligible[pflow[j]] = False
+
+
 #: a pair with more moved flows than this is sorted again whole in :func:`rekey_pairs`;
 #: with fewer, each moves on its own (in the time of the flows it passes)
 FEW_MOVED = 8
