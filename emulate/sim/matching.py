@@ -567,9 +567,16 @@ def _repair_cursors(hk, hp, hi, owner, pos, pair, pptr, pflow, phead, pin, pout,
             owner[pout[e]] = -1
             for p in (pin[e], pout[e]):
                 hk, hp, hi, nh = _cursor(hk, hp, hi, nh, p, changed_old[x], qptr, qkey, qlen)
+    for x in range(changed.shape[0]):
+        # (after every removal) a pair blocked now by a flow ranked before its head needs
+        # no cursor: whatever frees that port later has one that reaches the pair
+        e = changed[x]
         if phead[e] < pptr[e + 1]:
-            hk, hp, hi, nh = _cursor(hk, hp, hi, nh, pin[e], pos[pflow[phead[e]]] - 1, qptr,
-                                     qkey, qlen)
+            key = pos[pflow[phead[e]]]
+            oi = owner[pin[e]]
+            oo = owner[pout[e]]
+            if (oi < 0 or pos[oi] > key) and (oo < 0 or pos[oo] > key):
+                hk, hp, hi, nh = _cursor(hk, hp, hi, nh, pin[e], key - 1, qptr, qkey, qlen)
     return hk, hp, hi, nh
 
 
@@ -627,29 +634,33 @@ def _catch_up(t, nport, owner, tl, pos, pair, pptr, pflow, phead, pout, qptr, qp
 
 
 @numba.njit(**LEAF)
-def _limit_time(t, nport, owner, tl, rate, coflow, byte_limit, sent, ctot, cpend):
+def _limit_time(t, nport, owner, tl, rate, coflow, byte_limit, sent, ctot, cpend, seen):
     """The earliest time (``t`` or after) at which a coflow with a byte limit reaches it
     (to 1e-12 of it), given the sending flows (the holders of the input ports, whose bytes
     since ``tl`` of their port are not in ``sent`` yet); inf if none will. ``ctot`` and
-    ``cpend`` are per-coflow scratch, left zeroed."""
-    for p in range(nport):
-        f = owner[p]
-        if f >= 0 and byte_limit[coflow[f]] < np.inf:
-            ctot[coflow[f]] += rate[f]
-            cpend[coflow[f]] += rate[f] * (t - tl[p])
-    out = np.inf
+    ``cpend`` are per-coflow scratch, left zeroed; ``seen`` scratch of ``nport``."""
+    n = 0
     for p in range(nport):
         f = owner[p]
         if f >= 0:
             k = coflow[f]
-            if ctot[k] > 0.0:
-                s = sent[k] + cpend[k]
-                if s >= byte_limit[k] * (1 - 1e-12):
-                    out = t
-                else:
-                    out = min(out, t + (byte_limit[k] - s) / ctot[k])
-                ctot[k] = 0.0
-                cpend[k] = 0.0
+            if byte_limit[k] < np.inf:
+                if ctot[k] == 0.0:
+                    seen[n] = k
+                    n += 1
+                ctot[k] += rate[f]
+                cpend[k] += rate[f] * (t - tl[p])
+    out = np.inf
+    for x in range(n):
+        k = seen[x]
+        if ctot[k] > 0.0:  # (a zero rate adds nothing, and may add k twice to seen)
+            s = sent[k] + cpend[k]
+            if s >= byte_limit[k] * (1 - 1e-12):
+                out = t
+            else:
+                out = min(out, t + (byte_limit[k] - s) / ctot[k])
+            ctot[k] = 0.0
+            cpend[k] = 0.0
     return out
 
 
@@ -752,6 +763,7 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
     nh = 0
     ctot = np.zeros(byte_limit.shape[0])
     cpend = np.zeros(byte_limit.shape[0] if has_limit else 0)
+    seen = np.empty(nport if has_limit else 0, dtype=np.int64)
     seg_cap = seg_flow.shape[0]
     events = 0
     freed = np.empty(2 * nport, dtype=np.int64)
@@ -820,7 +832,7 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
             n_st += 1
         if has_limit:
             best = min(best, _limit_time(t, nport, owner, tl, rate, coflow, byte_limit,
-                                         sent, ctot, cpend))
+                                         sent, ctot, cpend, seen))
         if best == np.inf and stop_time == np.inf:
             reason = COFLOW_DONE if completed else STUCK
             break
@@ -863,7 +875,7 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
                 coflow_done = coflow_done or stops[coflow[f]]
         t = t_new
         limit_hit = has_limit and _limit_time(t, nport, owner, tl, rate, coflow,
-                                              byte_limit, sent, ctot, cpend) <= t
+                                              byte_limit, sent, ctot, cpend, seen) <= t
         # cursors on the freed ports (after every list is up to date)
         for m in range(n_freed):
             hk, hp, hi, nh = _cursor(hk, hp, hi, nh, freed[m], freed_after[m], qptr, qkey,
