@@ -378,18 +378,70 @@ def rekey_pairs(flows, new_key, pos, pairs):
             for j in range(hi - lo):
                 pflow[lo + j] = seg[idx[j]]
         moved[e] = 0
-        new = pos[pflow[lo]]
-        for port in (pin[e], pout[e]):
-            if new > old_head[x]:
-                _requeue(port, old_head[x], new, e, qptr, qpair, qkey, qlen)
-            elif new < old_head[x]:
-                _requeue(port, old_head[x], -1, e, qptr, qpair, qkey, qlen)
-                _enqueue(port, new, e, qptr, qpair, qkey, qlen)
-        if new != old_head[x]:
+        if pos[pflow[lo]] != old_head[x]:
             touched[nc] = e
             old_head[nc] = old_head[x]
             nc += 1
+    _requeue_all(touched[:nc], pos, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, moved)
     return touched[:nc], old_head[:nc]
+
+
+@numba.njit(cache=True)
+def _requeue_all(changed, pos, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, mark):
+    """The pairs ``changed`` have new head keys: the pair list of each port they are in
+    is sorted again by one merge (its other pairs stay in order), for work in proportion
+    to the lists touched rather than to how far each head moved in them. ``mark`` is
+    per-pair scratch, all 0 (left so)."""
+    c = changed.shape[0]
+    if c == 0:
+        return
+    nk = np.empty(c, dtype=np.int64)
+    for x in range(c):
+        nk[x] = pos[pflow[phead[changed[x]]]]
+    by_key = np.argsort(nk)
+    nport2 = qptr.shape[0] - 1
+    cnt = np.zeros(nport2 + 1, dtype=np.int64)
+    for x in range(c):
+        e = changed[x]
+        mark[e] = 1
+        cnt[pin[e] + 1] += 1
+        cnt[pout[e] + 1] += 1
+    for p in range(nport2):
+        cnt[p + 1] += cnt[p]
+    start = cnt[:-1].copy()
+    ins = np.empty(2 * c, dtype=np.int64)  # the changed pairs by port, by new key inside
+    for y in range(c):
+        x = by_key[y]
+        e = changed[x]
+        for p in (pin[e], pout[e]):
+            ins[start[p]] = x
+            start[p] += 1
+    for p in range(nport2):
+        a = cnt[p]
+        b = cnt[p + 1]
+        if a == b:
+            continue
+        lo = qptr[p]
+        n = qlen[p]
+        w = lo
+        for j in range(lo, lo + n):  # the unchanged pairs, in order, to the front
+            if mark[qpair[j]] == 0:
+                qpair[w] = qpair[j]
+                qkey[w] = qkey[j]
+                w += 1
+        i = w - 1  # then merged with the changed ones from the back
+        k = b - 1
+        for d in range(lo + n - 1, lo - 1, -1):
+            if k >= a and (i < lo or nk[ins[k]] > qkey[i]):
+                qkey[d] = nk[ins[k]]
+                qpair[d] = changed[ins[k]]
+                k -= 1
+            else:
+                qkey[d] = qkey[i]
+                qpair[d] = qpair[i]
+                i -= 1
+    for x in range(c):
+        mark[changed[x]] = 0
 
 
 @numba.njit(**LEAF)
@@ -418,21 +470,6 @@ def _move_in_pair(f, key, pos, pflow, lo, hi):
             pflow[j] = pflow[j - 1]
             j -= 1
     pflow[j] = f
-
-
-@numba.njit(**LEAF)
-def _enqueue(port, key, e, qptr, qpair, qkey, qlen):
-    """Insert pair ``e``, headed by rank key ``key``, into ``port``'s sorted pair list
-    (which has room for it: each pair has its place in the lists of its two ports)."""
-    lo = qptr[port]
-    j = lo + qlen[port]
-    while j > lo and qkey[j - 1] > key:
-        qkey[j] = qkey[j - 1]
-        qpair[j] = qpair[j - 1]
-        j -= 1
-    qkey[j] = key
-    qpair[j] = e
-    qlen[port] += 1
 
 
 @numba.njit(**LEAF)
