@@ -524,7 +524,7 @@ def _cursor(hk, hp, hi, nh, port, after, qptr, qkey, qlen):
     return hk, hp, hi, nh
 
 
-@numba.njit(cache=True)
+@numba.njit(**LEAF)
 def _saturated(key, owner, qlen, pos, nport):
     """True when every input port (or every output port) that still has flows is held by
     a flow ranked before ``key``: then no flow ranked at or after ``key`` can start."""
@@ -541,6 +541,49 @@ def _saturated(key, owner, qlen, pos, nport):
     return True
 
 
+#: :func:`_cursor_at`: no flow at or after the cursor's key can get a port
+SATURATED = -2
+
+
+@numba.njit(**LEAF)
+def _cursor_at(key, port, k, steps, owner, pos, pin, pout, qptr, qpair, qkey, qlen, nport):
+    """The cursor ``(key, port, k)`` just popped from the heap: returns ``(k, e, q,
+    steps)``, ``e`` the pair that takes ``port`` and its other port ``q`` now (displacing
+    their holders, ranked after it); else ``e`` is -1 and the cursor goes on at entry
+    ``k`` of the port's list if ``k >= 0`` (the caller pushes it again) or dies, or ``e``
+    is :data:`SATURATED` (then every cursor dies). ``steps`` counts the cursors looked
+    at (every 32nd checks :func:`_saturated`). No arrays out: no reference counts."""
+    lo = qptr[port]
+    n = qlen[port]
+    if k >= n or qkey[lo + k] != key:
+        # the list moved under the cursor (a displaced flow finished, its pair's head
+        # moved on): go on from the first pair at or after ``key``
+        a = 0
+        b = n
+        while a < b:
+            mid = (a + b) // 2
+            if qkey[lo + mid] < key:
+                a = mid + 1
+            else:
+                b = mid
+        return (a if a < n else -1), -1, -1, steps
+    steps += 1
+    if steps % 32 == 0 and _saturated(key, owner, qlen, pos, nport):
+        return -1, SATURATED, -1, steps
+    own = owner[port]
+    if own >= 0 and pos[own] <= key:
+        return -1, -1, -1, steps  # held by a flow of higher priority: it dies
+    e = qpair[lo + k]
+    q = pout[e] if port < nport else pin[e]
+    oq = owner[q]
+    if oq >= 0 and pos[oq] < key:
+        # blocked at its other port: walk on to the first pair that is not (or until
+        # the port's holder outranks the walk)
+        return (_walk(port, k + 1, pos[own] if own >= 0 else NO_KEY, nport, qptr, qpair,
+                      qkey, qlen, pin, pout, owner, pos), -1, -1, steps)
+    return k, e, q, steps
+
+
 @numba.njit(cache=True)
 def _repair(hk, hp, hi, nh, owner, pos, pair, pflow, phead, pin, pout, qptr, qpair, qkey,
             qlen, nport):
@@ -552,24 +595,16 @@ def _repair(hk, hp, hi, nh, owner, pos, pair, pflow, phead, pin, pout, qptr, qpa
     steps = 0
     while nh > 0:
         key, port, k, nh = heap_pop(hk, hp, hi, nh)
-        lo = qptr[port]
-        if k >= qlen[port] or qkey[lo + k] != key:
-            continue  # (the lists do not move here: a cursor pushed twice)
-        steps += 1
-        if steps % 32 == 0 and _saturated(key, owner, qlen, pos, nport):
-            break  # no flow at or after `key` can get a port: every cursor dies
-        own = owner[port]
-        if own >= 0 and pos[own] <= key:
-            continue  # held by a flow of higher priority: the cursor dies
-        e = qpair[lo + k]
-        q = pout[e] if port < nport else pin[e]
-        oq = owner[q]
-        if oq >= 0 and pos[oq] < key:
-            k = _walk(port, k + 1, pos[own] if own >= 0 else NO_KEY, nport,
-                      qptr, qpair, qkey, qlen, pin, pout, owner, pos)
+        k, e, q, steps = _cursor_at(key, port, k, steps, owner, pos, pin, pout, qptr, qpair,
+                                    qkey, qlen, nport)
+        if e == SATURATED:
+            break
+        if e < 0:
             if k >= 0:
-                hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[lo + k], port, k)
+                hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[qptr[port] + k], port, k)
             continue
+        own = owner[port]
+        oq = owner[q]
         for d in (own, oq):
             if d >= 0 and owner[pin[pair[d]]] == d:
                 di = pin[pair[d]]
@@ -641,6 +676,19 @@ def _vacate(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey, qlen, 
 
 
 @numba.njit(**LEAF)
+def _vacate_into(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey, qlen, owner,
+                 ports, after, n):
+    """:func:`_vacate`, and its two freed ports appended to ``ports[n:]``, each with
+    ``after`` = ``pos[f]`` (where a cursor on it starts). Returns the new count."""
+    po = _vacate(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey, qlen, owner)
+    ports[n] = p
+    ports[n + 1] = po
+    after[n] = pos[f]
+    after[n + 1] = pos[f]
+    return n + 2
+
+
+@numba.njit(**LEAF)
 def _catch_up(t, nport, owner, tl, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey,
               qlen, rem, size, sent, coflow, done, flow_completion, left, coflow_completion,
               rate, core, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate,
@@ -659,13 +707,8 @@ def _catch_up(t, nport, owner, tl, pos, pair, pptr, pflow, phead, pout, qptr, qp
                 seg_t0, seg_t1, seg_rate, n_seg)
             tl[p] = t
             if fin:
-                po = _vacate(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey,
-                             qlen, owner)
-                pend_port[n_pend] = p
-                pend_port[n_pend + 1] = po
-                pend_after[n_pend] = pos[f]
-                pend_after[n_pend + 1] = pos[f]
-                n_pend += 2
+                n_pend = _vacate_into(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair,
+                                      qkey, qlen, owner, pend_port, pend_after, n_pend)
                 completed = completed or cd
     return n_seg, completed, n_pend
 
@@ -900,13 +943,8 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
                 due[p] = _due(f, t_new, rem, rate, size)
                 dk, dp, df, nd = heap_push(dk, dp, df, nd, due[p], p, f)
                 continue
-            po = _vacate(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey,
-                         qlen, owner)
-            freed[n_freed] = p
-            freed[n_freed + 1] = po
-            freed_after[n_freed] = pos[f]
-            freed_after[n_freed + 1] = pos[f]
-            n_freed += 2
+            n_freed = _vacate_into(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair,
+                                   qkey, qlen, owner, freed, freed_after, n_freed)
             if cdone:
                 completed = True
                 coflow_done = coflow_done or stops[coflow[f]]
@@ -926,34 +964,20 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
         steps = 0
         while nh > 0:
             key, port, k, nh = heap_pop(hk, hp, hi, nh)
-            lo = qptr[port]
-            if k >= qlen[port] or qkey[lo + k] != key:
-                # the list moved under the cursor (a displaced flow finished, its pair's
-                # head moved on): go on from the first pair at or after ``key``
-                k = np.searchsorted(qkey[lo:lo + qlen[port]], key)
-                if k < qlen[port]:
-                    hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[lo + k], port, k)
-                continue
-            steps += 1
-            if steps % 32 == 0 and _saturated(key, owner, qlen, pos, nport):
+            k, e, q, steps = _cursor_at(key, port, k, steps, owner, pos, pin, pout, qptr,
+                                        qpair, qkey, qlen, nport)
+            if e == SATURATED:
                 nh = 0  # no flow at or after `key` can get a port: every cursor dies
                 break
+            if e < 0:
+                if k >= 0:
+                    hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[qptr[port] + k], port,
+                                               k)
+                continue
             own = owner[port]
-            if own >= 0 and pos[own] <= key:
-                continue  # the port is held by a flow of higher priority: cursor dies
-            e = qpair[qptr[port] + k]
+            oq = owner[q]
             g = pflow[phead[e]]
             h = core[g]
-            q = pout[e] if port < nport else pin[e]
-            oq = owner[q]
-            if oq >= 0 and pos[oq] < key:
-                # blocked at its other port: walk on to the first pair that is not (or
-                # until the port's holder outranks the walk) and queue that one
-                k = _walk(port, k + 1, pos[own] if own >= 0 else NO_KEY, nport,
-                          qptr, qpair, qkey, qlen, pin, pout, owner, pos)
-                if k >= 0:
-                    hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[qptr[port] + k], port, k)
-                continue
             for d in (own, oq):
                 if d >= 0 and rate[d] > 0.0:
                     # displaced: its bytes up to now, then it frees its ports; a cursor
