@@ -55,7 +55,7 @@ from emulate.sim.capped import (CappedEngine, capped_flows, coflow_flows, heavie
 from emulate.sim.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_DONE,
                                   EPS_BYTES, SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
                                   STUCK as _STUCK, _less, advance_flow, byte_limit_dt, emit,
-                                  next_event, NO_KEY, matching_pairs, rekey_pairs,
+                                  next_event, NO_KEY, drop_passed, matching_pairs, rekey_pairs,
                                   run_matching, set_rate)
 
 
@@ -183,14 +183,8 @@ def _run(t, stop_time, order, pos, src, dst, coflow, size, core, cap, fair, back
             return t, _STOP_TIME, n_seg, n_running, events
 
 
-@numba.njit(cache=True)
-def _count_live(order, done):
-    """How many flows of ``order`` are not done."""
-    n = 0
-    for f in order:
-        if not done[f]:
-            n += 1
-    return n
+#: no pair of the kept lists has a new head key (see :func:`rekey_pairs`)
+_NO_CHANGE = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
 
 
 @numba.njit(cache=True)
@@ -282,9 +276,12 @@ class Simulator:
         self._width = 1 << int(np.diff(a.coflow_ptr).max(initial=0)).bit_length()
         self._pos = np.full(nf, -1, dtype=np.int64)  # position of each flow in the order
         self._order = np.zeros(0, dtype=np.int64)  # the current plan's order
+        self._left_at_order = 0  # flows left (lifecycle.left's sum) when it was set
         # the matching's pair lists kept for the next plan when it serves the same
-        # coflows in the same order (see _same_order): (coflow order, cores, pairs)
+        # coflows in the same order (see _same_order) or moves some (_reorder): (coflow
+        # order, cores, pairs, [matching, ports to repair (port, after key), their count])
         self._kept = None
+        self._rekeyed = _NO_CHANGE  # the pairs _reorder moved, and their old head keys
         self._fair = None  # the fair-sharing kernel's state, kept likewise: (cores, state)
         self._through = False  # run(): keep plans through completions if they say so
         self._every_coflow = np.ones(nc, dtype=np.bool_)
@@ -442,6 +439,7 @@ class Simulator:
             pos[prev] = -1
             pos[order] = np.arange(len(order))
             self._order = order
+            self._left_at_order = int(life.left.sum())
             self._close_segments(np.sort(running[pos[running] < 0]))
         has_limit = bool(np.isfinite(limit).any())
         # the completions that end the incremental kernels' runs
@@ -459,7 +457,8 @@ class Simulator:
         else:
             reason = self._advance_scan(stop, order, pos, core, cap, plan, has_cap, limit,
                                         has_limit)
-        if not fair:  # (the fair-sharing kernel drops its finished flows itself)
+        if not fair and not matching:
+            # (the fair-sharing kernel drops its finished flows itself, the matching too)
             _drop_done(order, self.done, life.eligible)
         return reason
 
@@ -505,19 +504,27 @@ class Simulator:
         kept = self._kept
         if kept is None or plan.coflow_order is None:
             return None
-        co, core, pairs = kept
+        co, core, pairs, _ = kept
         life = self.lifecycle
         new = np.asarray(plan.coflow_order)
         old = co[~life.done[co]]
         if old.shape != new.shape or not np.array_equal(old, new):
             return None
         order = self._order
-        if np.count_nonzero(life.eligible) != _count_live(order, self.done):
+        if not self._no_new_flows():
             return None   # coflows became ready: their flows join the order
         if (self.arrays.cores > 1 and core is not plan.core  # one core: all 0 (validated)
                 and not _same_cores(order, self.done, core, plan.core)):
             return None
         return pairs
+
+    def _no_new_flows(self) -> bool:
+        """Whether the eligible flows are the current order's flows not done (no coflow
+        became ready since the order was set), counted per coflow: the order held the
+        eligible flows then, and only its flows have finished since."""
+        life = self.lifecycle
+        live = len(self._order) - (self._left_at_order - int(life.left.sum()))
+        return int(life.left[life.ready].sum()) == live
 
     def _advance_matching(self, stop, order, pos, core, limit, has_limit, plan,
                           kept) -> int:
@@ -525,21 +532,39 @@ class Simulator:
         a = self.arrays
         life = self.lifecycle
         nport = a.cores * a.ports
+        # the matching the last run left, with the ports it left to repair, goes with
+        # the kept pair lists
+        match = self._kept[3] if kept is not None else None
         pairs = kept if kept is not None else self._pairs(order, core, plan.coflow_order)
+        if match is None:
+            match = [np.full(2 * nport, -1, dtype=np.int64), np.empty(4 * nport, np.int64),
+                     np.empty(4 * nport, np.int64), -1]  # (n_pend -1: build it)
+        self._kept = None
         if plan.coflow_order is not None:
             keep_core = core if core is plan.core and not core.flags.writeable else core.copy()
-            self._kept = (np.array(plan.coflow_order, dtype=np.int64), keep_core, pairs)
-        owner = np.full(2 * nport, -1, dtype=np.int64)
+            self._kept = (np.array(plan.coflow_order, dtype=np.int64), keep_core, pairs,
+                          match)
+        owner, pend_port, pend_after, n_pend = match
+        changed, changed_old = self._rekeyed
+        self._rekeyed = _NO_CHANGE
+        head = pairs[3].copy()  # a pair's flows between these and its new head finish
         while True:
-            # (every sending flow is in the order: step stopped the others)
-            prev_running = np.flatnonzero(self.rate > 0)
-            t, reason, self.n_seg, ev = run_matching(
+            if n_pend < 0:
+                # (every sending flow is in the order: step stopped the others)
+                prev_running = np.flatnonzero(self.rate > 0)
+            else:  # the matching's flows are the sending ones
+                prev_running = np.sort(owner[:nport][owner[:nport] >= 0])
+            t, reason, self.n_seg, ev, n_pend = run_matching(
                 self.t, stop, pos, a.src, a.dst, a.coflow, a.size, core,
                 self.core_cap, self.rem, self.rate, self.done, self.pinned,
                 self.flow_completion, life.left, self.sent, limit, has_limit,
                 life.completion, self._stops, self.record, self.seg_start, *self._seg,
-                self.n_seg, pairs, owner, prev_running)
+                self.n_seg, pairs, owner, prev_running, n_pend >= 0, changed, changed_old,
+                pend_port, pend_after, max(n_pend, 0))
+            match[3] = n_pend
+            changed, changed_old = _NO_CHANGE
             if not self._ran(t, reason, ev):
+                drop_passed(head, pairs, life.eligible)
                 return reason
 
     def _same_fair(self, plan):
@@ -635,14 +660,14 @@ class Simulator:
         kept = self._kept
         if kept is None or self._label is None or plan.coflow_order is None:
             return None, None
-        co, core, pairs = kept
+        co, core, pairs, _ = kept
         a = self.arrays
         life = self.lifecycle
         new = np.ascontiguousarray(plan.coflow_order, dtype=np.int64)
         old = co[~life.done[co]]
         if old.shape != new.shape or not np.array_equal(np.sort(old), np.sort(new)):
             return None, None
-        if np.count_nonzero(life.eligible) != _count_live(self._order, self.done):
+        if not self._no_new_flows():
             return None, None  # coflows became ready: their flows join the order
         if (a.cores > 1 and core is not plan.core
                 and not _same_cores(self._order, self.done, core, plan.core)):
@@ -654,9 +679,10 @@ class Simulator:
         moved = coflow_flows(new[~keep], a.coflow_ptr, a.coflow_flows, life.eligible)
         moved = moved[~self.done[moved]]
         pos = self._pos
-        rekey_pairs(moved, label[a.coflow[moved]] * self._width + (pos[moved] & (self._width - 1)),
-                    pos, pairs)
-        return pairs, np.ascontiguousarray(plan.flow_order(st), dtype=np.int64)
+        self._rekeyed = rekey_pairs(
+            moved, label[a.coflow[moved]] * self._width + (pos[moved] & (self._width - 1)),
+            pos, pairs)
+        return pairs, self._order  # (the same flows: their order is in the keys now)
 
     def _advance_capped(self, plan, st, stop):
         """Priority with caps that fit the links: the capped engine (emulate.sim.capped),

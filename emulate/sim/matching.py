@@ -321,59 +321,155 @@ def matching_pairs(order, key, src, dst, core, ports, nport, pair_map, pair_of):
 
 
 @numba.njit(cache=True)
+def drop_passed(head, pairs, eligible):
+    """The flows the pairs' heads passed since ``head`` (each pair's head index then)
+    have finished: they are no longer eligible. O(pairs + those flows)."""
+    phead = pairs[3]
+    pflow = pairs[2]
+    for e in range(phead.shape[0]):
+        for j in range(head[e], phead[e]):
+            eligible[pflow[j]] = False
+
+
+#: a pair with more moved flows than this is sorted again whole in :func:`rekey_pairs`;
+#: with fewer, each moves on its own (in the time of the flows it passes)
+FEW_MOVED = 8
+
+
+@numba.njit(cache=True)
 def rekey_pairs(flows, new_key, pos, pairs):
     """The flows ``flows`` (not done, in the pair lists ``pairs``) take the rank keys
     ``new_key``: ``pos`` and the lists follow (each pair's flows left sorted by key, each
-    port's pairs by their head's key), for work in proportion to the pairs they are in.
-    Keys stay distinct."""
+    port's pairs by their head's key), for work in proportion to the pairs they are in
+    and the flows they pass in them. Keys stay distinct. Returns ``(changed, old)``: the
+    pairs whose head's key changed and those old keys (what :func:`run_matching` repairs
+    a kept matching around)."""
     pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pairs
     n = flows.shape[0]
     touched = np.empty(n, dtype=np.int64)
     old_head = np.empty(n, dtype=np.int64)
-    mark = np.zeros(pin.shape[0], dtype=np.bool_)
+    moved = np.zeros(pin.shape[0], dtype=np.int64)  # per pair, its flows in ``flows``
     nt = 0
     for m in range(n):
         e = pair[flows[m]]
-        if not mark[e]:
-            mark[e] = True
+        if moved[e] == 0:
             touched[nt] = e
             old_head[nt] = pos[pflow[phead[e]]]
             nt += 1
+        moved[e] += 1
     for m in range(n):
-        pos[flows[m]] = new_key[m]
+        f = flows[m]
+        e = pair[f]
+        if moved[e] <= FEW_MOVED:
+            _move_in_pair(f, new_key[m], pos, pflow, phead[e], pptr[e + 1])
+        else:
+            pos[f] = new_key[m]
+    nc = 0
     for x in range(nt):
         e = touched[x]
         lo = phead[e]
         hi = pptr[e + 1]
-        seg = pflow[lo:hi].copy()
-        keys = np.empty(hi - lo, dtype=np.int64)
-        for j in range(hi - lo):
-            keys[j] = pos[seg[j]]
-        idx = np.argsort(keys)
-        for j in range(hi - lo):
-            pflow[lo + j] = seg[idx[j]]
-        new = keys[idx[0]]
-        for port in (pin[e], pout[e]):
-            if new > old_head[x]:
-                _requeue(port, old_head[x], new, e, qptr, qpair, qkey, qlen)
-            elif new < old_head[x]:
-                _requeue(port, old_head[x], -1, e, qptr, qpair, qkey, qlen)
-                _enqueue(port, new, e, qptr, qpair, qkey, qlen)
+        if moved[e] > FEW_MOVED:
+            seg = pflow[lo:hi].copy()
+            keys = np.empty(hi - lo, dtype=np.int64)
+            for j in range(hi - lo):
+                keys[j] = pos[seg[j]]
+            idx = np.argsort(keys)
+            for j in range(hi - lo):
+                pflow[lo + j] = seg[idx[j]]
+        moved[e] = 0
+        if pos[pflow[lo]] != old_head[x]:
+            touched[nc] = e
+            old_head[nc] = old_head[x]
+            nc += 1
+    _requeue_all(touched[:nc], pos, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, moved)
+    return touched[:nc], old_head[:nc]
+
+
+@numba.njit(cache=True)
+def _requeue_all(changed, pos, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, mark):
+    """The pairs ``changed`` have new head keys: the pair list of each port they are in
+    is sorted again by one merge (its other pairs stay in order), for work in proportion
+    to the lists touched rather than to how far each head moved in them. ``mark`` is
+    per-pair scratch, all 0 (left so)."""
+    c = changed.shape[0]
+    if c == 0:
+        return
+    nk = np.empty(c, dtype=np.int64)
+    for x in range(c):
+        nk[x] = pos[pflow[phead[changed[x]]]]
+    by_key = np.argsort(nk)
+    nport2 = qptr.shape[0] - 1
+    cnt = np.zeros(nport2 + 1, dtype=np.int64)
+    for x in range(c):
+        e = changed[x]
+        mark[e] = 1
+        cnt[pin[e] + 1] += 1
+        cnt[pout[e] + 1] += 1
+    for p in range(nport2):
+        cnt[p + 1] += cnt[p]
+    start = cnt[:-1].copy()
+    ins = np.empty(2 * c, dtype=np.int64)  # the changed pairs by port, by new key inside
+    for y in range(c):
+        x = by_key[y]
+        e = changed[x]
+        for p in (pin[e], pout[e]):
+            ins[start[p]] = x
+            start[p] += 1
+    for p in range(nport2):
+        a = cnt[p]
+        b = cnt[p + 1]
+        if a == b:
+            continue
+        lo = qptr[p]
+        n = qlen[p]
+        w = lo
+        for j in range(lo, lo + n):  # the unchanged pairs, in order, to the front
+            if mark[qpair[j]] == 0:
+                qpair[w] = qpair[j]
+                qkey[w] = qkey[j]
+                w += 1
+        i = w - 1  # then merged with the changed ones from the back
+        k = b - 1
+        for d in range(lo + n - 1, lo - 1, -1):
+            if k >= a and (i < lo or nk[ins[k]] > qkey[i]):
+                qkey[d] = nk[ins[k]]
+                qpair[d] = changed[ins[k]]
+                k -= 1
+            else:
+                qkey[d] = qkey[i]
+                qpair[d] = qpair[i]
+                i -= 1
+    for x in range(c):
+        mark[changed[x]] = 0
 
 
 @numba.njit(**LEAF)
-def _enqueue(port, key, e, qptr, qpair, qkey, qlen):
-    """Insert pair ``e``, headed by rank key ``key``, into ``port``'s sorted pair list
-    (which has room for it: each pair has its place in the lists of its two ports)."""
-    lo = qptr[port]
-    j = lo + qlen[port]
-    while j > lo and qkey[j - 1] > key:
-        qkey[j] = qkey[j - 1]
-        qpair[j] = qpair[j - 1]
-        j -= 1
-    qkey[j] = key
-    qpair[j] = e
-    qlen[port] += 1
+def _move_in_pair(f, key, pos, pflow, lo, hi):
+    """Flow ``f``, in ``pflow[lo:hi]`` (sorted by ``pos``, ties adjacent), takes rank key
+    ``key``: it moves to its place, the flows it passes shift by one."""
+    old = pos[f]
+    a = lo
+    b = hi
+    while a < b:  # the first flow keyed at or after ``old``
+        mid = (a + b) // 2
+        if pos[pflow[mid]] < old:
+            a = mid + 1
+        else:
+            b = mid
+    j = a
+    while pflow[j] != f:  # (a flow moved before it may hold its old key for now)
+        j += 1
+    pos[f] = key
+    if key > old:
+        while j + 1 < hi and pos[pflow[j + 1]] < key:
+            pflow[j] = pflow[j + 1]
+            j += 1
+    else:
+        while j > lo and pos[pflow[j - 1]] > key:
+            pflow[j] = pflow[j - 1]
+            j -= 1
+    pflow[j] = f
 
 
 @numba.njit(**LEAF)
@@ -428,7 +524,7 @@ def _cursor(hk, hp, hi, nh, port, after, qptr, qkey, qlen):
     return hk, hp, hi, nh
 
 
-@numba.njit(cache=True)
+@numba.njit(**LEAF)
 def _saturated(key, owner, qlen, pos, nport):
     """True when every input port (or every output port) that still has flows is held by
     a flow ranked before ``key``: then no flow ranked at or after ``key`` can start."""
@@ -443,6 +539,117 @@ def _saturated(key, owner, qlen, pos, nport):
         if open_in and open_out:
             return False
     return True
+
+
+#: :func:`_cursor_at`: no flow at or after the cursor's key can get a port
+SATURATED = -2
+
+
+@numba.njit(**LEAF)
+def _cursor_at(key, port, k, steps, owner, pos, pin, pout, qptr, qpair, qkey, qlen, nport):
+    """The cursor ``(key, port, k)`` just popped from the heap: returns ``(k, e, q,
+    steps)``, ``e`` the pair that takes ``port`` and its other port ``q`` now (displacing
+    their holders, ranked after it); else ``e`` is -1 and the cursor goes on at entry
+    ``k`` of the port's list if ``k >= 0`` (the caller pushes it again) or dies, or ``e``
+    is :data:`SATURATED` (then every cursor dies). ``steps`` counts the cursors looked
+    at (every 32nd checks :func:`_saturated`). No arrays out: no reference counts."""
+    lo = qptr[port]
+    n = qlen[port]
+    if k >= n or qkey[lo + k] != key:
+        # the list moved under the cursor (a displaced flow finished, its pair's head
+        # moved on): go on from the first pair at or after ``key``
+        a = 0
+        b = n
+        while a < b:
+            mid = (a + b) // 2
+            if qkey[lo + mid] < key:
+                a = mid + 1
+            else:
+                b = mid
+        return (a if a < n else -1), -1, -1, steps
+    steps += 1
+    if steps % 32 == 0 and _saturated(key, owner, qlen, pos, nport):
+        return -1, SATURATED, -1, steps
+    own = owner[port]
+    if own >= 0 and pos[own] <= key:
+        return -1, -1, -1, steps  # held by a flow of higher priority: it dies
+    e = qpair[lo + k]
+    q = pout[e] if port < nport else pin[e]
+    oq = owner[q]
+    if oq >= 0 and pos[oq] < key:
+        # blocked at its other port: walk on to the first pair that is not (or until
+        # the port's holder outranks the walk)
+        return (_walk(port, k + 1, pos[own] if own >= 0 else NO_KEY, nport, qptr, qpair,
+                      qkey, qlen, pin, pout, owner, pos), -1, -1, steps)
+    return k, e, q, steps
+
+
+@numba.njit(cache=True)
+def _repair(hk, hp, hi, nh, owner, pos, pair, pflow, phead, pin, pout, qptr, qpair, qkey,
+            qlen, nport):
+    """Process the heap's cursors in rank order on the matching ``owner`` alone (no rates,
+    no bytes): the greedy matching of the pairs' current heads, when ``owner`` is that
+    matching but for the decisions the cursors reach (see :func:`run_matching`). A
+    displaced flow frees its other port, with a cursor after it. Returns the (grown) heap
+    arrays; the heap is left empty."""
+    steps = 0
+    while nh > 0:
+        key, port, k, nh = heap_pop(hk, hp, hi, nh)
+        k, e, q, steps = _cursor_at(key, port, k, steps, owner, pos, pin, pout, qptr, qpair,
+                                    qkey, qlen, nport)
+        if e == SATURATED:
+            break
+        if e < 0:
+            if k >= 0:
+                hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[qptr[port] + k], port, k)
+            continue
+        own = owner[port]
+        oq = owner[q]
+        for d in (own, oq):
+            if d >= 0 and owner[pin[pair[d]]] == d:
+                di = pin[pair[d]]
+                do = pout[pair[d]]
+                owner[di] = -1
+                owner[do] = -1
+                other = do if (di == port or di == q) else di
+                hk, hp, hi, nh = _cursor(hk, hp, hi, nh, other, pos[d], qptr, qkey, qlen)
+        g = pflow[phead[e]]
+        owner[port] = g
+        owner[q] = g
+    return hk, hp, hi
+
+
+@numba.njit(cache=True)
+def _repair_cursors(hk, hp, hi, owner, pos, pair, pptr, pflow, phead, pin, pout, qptr, qkey,
+                    qlen, changed, changed_old, pend_port, pend_after, n_pend):
+    """The cursors that repair a kept matching: one on each port left free and not yet
+    repaired when the last run returned (``pend_*``), and for each pair whose head's key
+    changed (``changed``, old keys ``changed_old``) one at its new head and, if it was
+    matched (it leaves the matching), one after its old key on each of its ports.
+    Returns the heap (arrays and size)."""
+    nh = 0
+    for x in range(n_pend):
+        hk, hp, hi, nh = _cursor(hk, hp, hi, nh, pend_port[x], pend_after[x], qptr, qkey,
+                                 qlen)
+    for x in range(changed.shape[0]):
+        e = changed[x]
+        f = owner[pin[e]]
+        if f >= 0 and pair[f] == e:
+            owner[pin[e]] = -1
+            owner[pout[e]] = -1
+            for p in (pin[e], pout[e]):
+                hk, hp, hi, nh = _cursor(hk, hp, hi, nh, p, changed_old[x], qptr, qkey, qlen)
+    for x in range(changed.shape[0]):
+        # (after every removal) a pair blocked now by a flow ranked before its head needs
+        # no cursor: whatever frees that port later has one that reaches the pair
+        e = changed[x]
+        if phead[e] < pptr[e + 1]:
+            key = pos[pflow[phead[e]]]
+            oi = owner[pin[e]]
+            oo = owner[pout[e]]
+            if (oi < 0 or pos[oi] > key) and (oo < 0 or pos[oo] > key):
+                hk, hp, hi, nh = _cursor(hk, hp, hi, nh, pin[e], key - 1, qptr, qkey, qlen)
+    return hk, hp, hi, nh
 
 
 @numba.njit(**LEAF)
@@ -469,13 +676,27 @@ def _vacate(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey, qlen, 
 
 
 @numba.njit(**LEAF)
+def _vacate_into(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey, qlen, owner,
+                 ports, after, n):
+    """:func:`_vacate`, and its two freed ports appended to ``ports[n:]``, each with
+    ``after`` = ``pos[f]`` (where a cursor on it starts). Returns the new count."""
+    po = _vacate(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey, qlen, owner)
+    ports[n] = p
+    ports[n + 1] = po
+    after[n] = pos[f]
+    after[n + 1] = pos[f]
+    return n + 2
+
+
+@numba.njit(**LEAF)
 def _catch_up(t, nport, owner, tl, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey,
               qlen, rem, size, sent, coflow, done, flow_completion, left, coflow_completion,
               rate, core, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate,
-              n_seg):
+              n_seg, pend_port, pend_after, n_pend):
     """Bring every sending flow's remaining bytes (and its coflow's sent bytes) up to
     ``t``: the caller reads them when :func:`run_matching` returns. A flow that rounding
-    finishes here leaves the matching. Returns (n_seg, a coflow completed)."""
+    finishes here leaves the matching: its ports join ``pend_*`` (free, not repaired).
+    Returns (n_seg, a coflow completed, n_pend)."""
     completed = False
     for p in range(nport):
         f = owner[p]
@@ -486,81 +707,47 @@ def _catch_up(t, nport, owner, tl, pos, pair, pptr, pflow, phead, pout, qptr, qp
                 seg_t0, seg_t1, seg_rate, n_seg)
             tl[p] = t
             if fin:
-                _vacate(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey, qlen,
-                        owner)
+                n_pend = _vacate_into(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair,
+                                      qkey, qlen, owner, pend_port, pend_after, n_pend)
                 completed = completed or cd
-    return n_seg, completed
+    return n_seg, completed, n_pend
 
 
 @numba.njit(**LEAF)
-def _limit_time(t, nport, owner, tl, rate, coflow, byte_limit, sent, ctot, cpend):
+def _limit_time(t, nport, owner, tl, rate, coflow, byte_limit, sent, ctot, cpend, seen):
     """The earliest time (``t`` or after) at which a coflow with a byte limit reaches it
     (to 1e-12 of it), given the sending flows (the holders of the input ports, whose bytes
     since ``tl`` of their port are not in ``sent`` yet); inf if none will. ``ctot`` and
-    ``cpend`` are per-coflow scratch, left zeroed."""
-    for p in range(nport):
-        f = owner[p]
-        if f >= 0 and byte_limit[coflow[f]] < np.inf:
-            ctot[coflow[f]] += rate[f]
-            cpend[coflow[f]] += rate[f] * (t - tl[p])
-    out = np.inf
+    ``cpend`` are per-coflow scratch, left zeroed; ``seen`` scratch of ``nport``."""
+    n = 0
     for p in range(nport):
         f = owner[p]
         if f >= 0:
             k = coflow[f]
-            if ctot[k] > 0.0:
-                s = sent[k] + cpend[k]
-                if s >= byte_limit[k] * (1 - 1e-12):
-                    out = t
-                else:
-                    out = min(out, t + (byte_limit[k] - s) / ctot[k])
-                ctot[k] = 0.0
-                cpend[k] = 0.0
+            if byte_limit[k] < np.inf:
+                if ctot[k] == 0.0:
+                    seen[n] = k
+                    n += 1
+                ctot[k] += rate[f]
+                cpend[k] += rate[f] * (t - tl[p])
+    out = np.inf
+    for x in range(n):
+        k = seen[x]
+        if ctot[k] > 0.0:  # (a zero rate adds nothing, and may add k twice to seen)
+            s = sent[k] + cpend[k]
+            if s >= byte_limit[k] * (1 - 1e-12):
+                out = t
+            else:
+                out = min(out, t + (byte_limit[k] - s) / ctot[k])
+            ctot[k] = 0.0
+            cpend[k] = 0.0
     return out
 
 
 @numba.njit(cache=True)
-def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
-                 rem, rate, done, pinned, flow_completion, left, sent, byte_limit,
-                 has_limit, coflow_completion, stops, record, seg_start, seg_flow,
-                 seg_core, seg_t0, seg_t1, seg_rate, n_seg, pairs, owner, prev_running):
-    """Advance under the priority-greedy matching until a coflow ``k`` with ``stops[k]``
-    completes (or the last flow finishes), a byte limit is crossed or ``stop_time``.
-    Returns (t, reason, n_seg, inner_events).
-
-    Ports are numbered ``h*P + i`` (input i of core h) and ``C*P + h*P + j`` (output j);
-    ``pos`` is each flow's rank key (smaller first; -1: not in the plan) and ``pairs``
-    the plan's :func:`matching_pairs`, ``owner`` the flow holding each port or -1. The
-    matching is first built from the pairs' current heads; ``prev_running`` lists the
-    flows sending before (their segments end if they stop).
-
-    Only the first flow not done of a (core, src, dst) pair can be in the greedy
-    matching (the later ones meet the same two ports, taken by then), so the greedy
-    matching of flows is the greedy matching of pairs keyed by their head flow: the
-    cursors walk pairs, not flows.
-
-    An event touches only the flows whose rate changes or that finish: a sending flow's
-    remaining bytes are brought up to date when it finishes, stops or the call returns
-    (``tl``, per input port: the time its holder's ``rem`` refers to), and the next
-    completion comes from a heap keyed by the time each sending flow is down to the
-    finishing tolerance (``due``: its holder's live entry; entries of flows that stopped
-    since are skipped). Only a plan with byte limits scans the sending flows at each
-    event, for the limits' crossing times.
-    """
-    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pairs
-    cores = core_cap.shape[0]
-    nport = owner.shape[0] // 2
-    hk = np.empty(1024, dtype=np.int64)
-    hp = np.empty(1024, dtype=np.int64)
-    hi = np.empty(1024, dtype=np.int64)
-    completed = False  # a coflow completed (nothing left to send then is no deadlock)
-    nh = 0
-    ctot = np.zeros(byte_limit.shape[0])
-    cpend = np.zeros(byte_limit.shape[0] if has_limit else 0)
-    seg_cap = seg_flow.shape[0]
-    events = 0
-    freed = np.empty(2 * nport, dtype=np.int64)
-    freed_after = np.empty(2 * nport, dtype=np.int64)
+def _greedy(owner, pos, pptr, pflow, phead, pin, pout, qlen, nport):
+    """``owner`` := the greedy matching of the pairs keyed by their heads' rank keys,
+    built from scratch (O(pairs))."""
     for p in range(2 * nport):
         owner[p] = -1
     # greedy over pairs by head position; stop once every input (or output) port
@@ -608,6 +795,69 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
                 open_in -= 1
             if free_o and passed[po] == qlen[po]:
                 open_out -= 1
+
+
+@numba.njit(cache=True)
+def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
+                 rem, rate, done, pinned, flow_completion, left, sent, byte_limit,
+                 has_limit, coflow_completion, stops, record, seg_start, seg_flow,
+                 seg_core, seg_t0, seg_t1, seg_rate, n_seg, pairs, owner, prev_running,
+                 repair, changed, changed_old, pend_port, pend_after, n_pend):
+    """Advance under the priority-greedy matching until a coflow ``k`` with ``stops[k]``
+    completes (or the last flow finishes), a byte limit is crossed or ``stop_time``.
+    Returns (t, reason, n_seg, inner_events, n_pend).
+
+    Ports are numbered ``h*P + i`` (input i of core h) and ``C*P + h*P + j`` (output j);
+    ``pos`` is each flow's rank key (smaller first; -1: not in the plan) and ``pairs``
+    the plan's :func:`matching_pairs`, ``owner`` the flow holding each port or -1. The
+    matching is first built from the pairs' current heads, or with ``repair`` repaired:
+    ``owner`` is then the matching the last call returned, over the same pairs, whose
+    ports ``pend_port[:n_pend]`` were freed after pairs ranked up to ``pend_after`` and
+    not repaired yet, and whose pairs ``changed`` have new head keys (their old ones
+    ``changed_old``, :func:`rekey_pairs`); cursors from those places give the greedy
+    matching of the new keys, as they do after a completion, for work in proportion to
+    what changed instead of the number of pairs. On return ``pend_*`` lists the freed
+    ports this call leaves unrepaired. ``prev_running`` lists the flows sending before
+    (their segments end if they stop).
+
+    Only the first flow not done of a (core, src, dst) pair can be in the greedy
+    matching (the later ones meet the same two ports, taken by then), so the greedy
+    matching of flows is the greedy matching of pairs keyed by their head flow: the
+    cursors walk pairs, not flows.
+
+    An event touches only the flows whose rate changes or that finish: a sending flow's
+    remaining bytes are brought up to date when it finishes, stops or the call returns
+    (``tl``, per input port: the time its holder's ``rem`` refers to), and the next
+    completion comes from a heap keyed by the time each sending flow is down to the
+    finishing tolerance (``due``: its holder's live entry; entries of flows that stopped
+    since are skipped). Only a plan with byte limits scans the sending flows at each
+    event, for the limits' crossing times.
+    """
+    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pairs
+    cores = core_cap.shape[0]
+    nport = owner.shape[0] // 2
+    hk = np.empty(1024, dtype=np.int64)
+    hp = np.empty(1024, dtype=np.int64)
+    hi = np.empty(1024, dtype=np.int64)
+    completed = False  # a coflow completed (nothing left to send then is no deadlock)
+    nh = 0
+    ctot = np.zeros(byte_limit.shape[0])
+    cpend = np.zeros(byte_limit.shape[0] if has_limit else 0)
+    seen = np.empty(nport if has_limit else 0, dtype=np.int64)
+    seg_cap = seg_flow.shape[0]
+    events = 0
+    freed = np.empty(2 * nport, dtype=np.int64)
+    freed_after = np.empty(2 * nport, dtype=np.int64)
+    if repair:
+        hk, hp, hi, nh = _repair_cursors(hk, hp, hi, owner, pos, pair, pptr, pflow, phead,
+                                         pin, pout, qptr, qkey, qlen, changed, changed_old,
+                                         pend_port, pend_after, n_pend)
+        hk, hp, hi = _repair(hk, hp, hi, nh, owner, pos, pair, pflow, phead, pin, pout,
+                             qptr, qpair, qkey, qlen, nport)
+        nh = 0
+    else:
+        _greedy(owner, pos, pptr, pflow, phead, pin, pout, qlen, nport)
+    n_pend = 0
     # flows whose rate changes: stopped ones first, then started ones
     for m in range(prev_running.shape[0]):
         f = prev_running[m]
@@ -662,7 +912,7 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
             n_st += 1
         if has_limit:
             best = min(best, _limit_time(t, nport, owner, tl, rate, coflow, byte_limit,
-                                         sent, ctot, cpend))
+                                         sent, ctot, cpend, seen))
         if best == np.inf and stop_time == np.inf:
             reason = COFLOW_DONE if completed else STUCK
             break
@@ -693,19 +943,14 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
                 due[p] = _due(f, t_new, rem, rate, size)
                 dk, dp, df, nd = heap_push(dk, dp, df, nd, due[p], p, f)
                 continue
-            po = _vacate(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey,
-                         qlen, owner)
-            freed[n_freed] = p
-            freed[n_freed + 1] = po
-            freed_after[n_freed] = pos[f]
-            freed_after[n_freed + 1] = pos[f]
-            n_freed += 2
+            n_freed = _vacate_into(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair,
+                                   qkey, qlen, owner, freed, freed_after, n_freed)
             if cdone:
                 completed = True
                 coflow_done = coflow_done or stops[coflow[f]]
         t = t_new
         limit_hit = has_limit and _limit_time(t, nport, owner, tl, rate, coflow,
-                                              byte_limit, sent, ctot, cpend) <= t
+                                              byte_limit, sent, ctot, cpend, seen) <= t
         # cursors on the freed ports (after every list is up to date)
         for m in range(n_freed):
             hk, hp, hi, nh = _cursor(hk, hp, hi, nh, freed[m], freed_after[m], qptr, qkey,
@@ -719,34 +964,20 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
         steps = 0
         while nh > 0:
             key, port, k, nh = heap_pop(hk, hp, hi, nh)
-            lo = qptr[port]
-            if k >= qlen[port] or qkey[lo + k] != key:
-                # the list moved under the cursor (a displaced flow finished, its pair's
-                # head moved on): go on from the first pair at or after ``key``
-                k = np.searchsorted(qkey[lo:lo + qlen[port]], key)
-                if k < qlen[port]:
-                    hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[lo + k], port, k)
-                continue
-            steps += 1
-            if steps % 32 == 0 and _saturated(key, owner, qlen, pos, nport):
+            k, e, q, steps = _cursor_at(key, port, k, steps, owner, pos, pin, pout, qptr,
+                                        qpair, qkey, qlen, nport)
+            if e == SATURATED:
                 nh = 0  # no flow at or after `key` can get a port: every cursor dies
                 break
+            if e < 0:
+                if k >= 0:
+                    hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[qptr[port] + k], port,
+                                               k)
+                continue
             own = owner[port]
-            if own >= 0 and pos[own] <= key:
-                continue  # the port is held by a flow of higher priority: cursor dies
-            e = qpair[qptr[port] + k]
+            oq = owner[q]
             g = pflow[phead[e]]
             h = core[g]
-            q = pout[e] if port < nport else pin[e]
-            oq = owner[q]
-            if oq >= 0 and pos[oq] < key:
-                # blocked at its other port: walk on to the first pair that is not (or
-                # until the port's holder outranks the walk) and queue that one
-                k = _walk(port, k + 1, pos[own] if own >= 0 else NO_KEY, nport,
-                          qptr, qpair, qkey, qlen, pin, pout, owner, pos)
-                if k >= 0:
-                    hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[qptr[port] + k], port, k)
-                continue
             for d in (own, oq):
                 if d >= 0 and rate[d] > 0.0:
                     # displaced: its bytes up to now, then it frees its ports; a cursor
@@ -793,9 +1024,15 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
         if coflow_done:  # a displaced flow's coflow completed
             reason = COFLOW_DONE
             break
+    # the cursors not processed: their ports are free, not repaired
+    for x in range(nh):
+        pend_port[n_pend] = hp[x]
+        pend_after[n_pend] = hk[x] - 1
+        n_pend += 1
     # every sending flow up to now: the caller reads rem and sent
-    n_seg, _ = _catch_up(t, nport, owner, tl, pos, pair, pptr, pflow, phead, pout, qptr,
-                         qpair, qkey, qlen, rem, size, sent, coflow, done, flow_completion,
-                         left, coflow_completion, rate, core, seg_start, record, seg_flow,
-                         seg_core, seg_t0, seg_t1, seg_rate, n_seg)
-    return t, reason, n_seg, events
+    n_seg, _, n_pend = _catch_up(t, nport, owner, tl, pos, pair, pptr, pflow, phead, pout,
+                                 qptr, qpair, qkey, qlen, rem, size, sent, coflow, done,
+                                 flow_completion, left, coflow_completion, rate, core,
+                                 seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
+                                 seg_rate, n_seg, pend_port, pend_after, n_pend)
+    return t, reason, n_seg, events, n_pend
