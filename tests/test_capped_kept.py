@@ -12,7 +12,9 @@ plans, on one and two cores:
   (``incremental=False``, the rule of controller/rates.py), every schedule verified;
 * a policy that shuffles the coflow order and the caps at every plan (and sometimes gives
   caps that do not fit the links, which the rescan takes: the engine must rebuild after);
-* SEBF's one-core plan from kept loads against its plan from the eligible flows.
+* SEBF's one-core plan from kept loads against its plan from the eligible flows;
+* the engine's due heap after every run: the flows sending, each keyed by its due time
+  (a plan keeps the keys of the flows whose rate it leaves alone).
 """
 from __future__ import annotations
 
@@ -180,3 +182,40 @@ def test_sebf_one_core_plan_from_kept_loads_equals_the_plan_from_scratch(w, incr
     r = Simulator(w, policy, segments=True, incremental=incremental).run()
     verify(w, r)
     assert policy.calls >= 1
+
+
+def due_heap_checked(mp):
+    """Patch the capped engine to check its due heap after every run: a heap (each key at
+    most its children's), ``hpos`` its inverse, holding exactly the flows sending, each
+    keyed by the time its remaining bytes reach the finishing tolerance at its rate
+    (a flow whose rate a plan leaves alone keeps the key it had: the same time)."""
+    from emulate.sim.matching import EPS_BYTES
+    inner = CappedEngine.run
+    checked = []
+
+    def run(self, sim, stop):
+        reason = inner(self, sim, stop)
+        nh, hk, hf = self.nh, self.hk, self.hf
+        assert np.all(hk[(np.arange(1, nh) - 1) // 2] <= hk[1:nh])
+        assert np.array_equal(self.hpos[hf[:nh]], np.arange(nh))
+        assert np.count_nonzero(self.hpos >= 0) == nh
+        assert np.array_equal(np.sort(hf[:nh]), np.flatnonzero(sim.rate > 0))
+        f = hf[:nh]
+        left = np.maximum(sim.rem[f] - (EPS_BYTES + 1e-12 * sim.arrays.size[f]), 0.0)
+        assert close(hk[:nh], self.tl[f] + left / sim.rate[f], rel=1e-12)
+        checked.append(nh)
+        return reason
+
+    mp.setattr(CappedEngine, "run", run)
+    return checked
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(w=workloads(ports=(2, 4), cores=(1, 2), coflows=(2, 10), max_flows=5,
+                 empty=False),
+       seed=st.integers(0, 2 ** 32 - 1), shuffled=st.booleans())
+def test_due_heap_holds_the_sending_flows_at_their_due_times(w, seed, shuffled):
+    with pytest.MonkeyPatch.context() as mp:
+        checked = due_heap_checked(mp)
+        Simulator(w, Shuffled(seed, False) if shuffled else get_policy("sebf")).run()
+    assert checked

@@ -43,7 +43,8 @@ Three facts make the work proportional to what changes instead:
   ranks flows one by one (no coflow order) keys each flow by its position and rebuilds
   the pairs, in O(its flows).
 
-Flows whose rate does not change are not touched at an event: a flow's remaining bytes
+Flows whose rate does not change are not touched at an event, nor at a plan (their due
+times stand: :func:`_replan_rate`): a flow's remaining bytes
 are brought up to date only when its rate changes, it finishes or the call returns
 (``tl``: the time ``rem`` refers to), and the next completion comes from a heap keyed by
 the time each flow's remaining bytes fall to the engine's finishing tolerance. The
@@ -79,36 +80,49 @@ _joins = numba.njit(**INL)(getattr(joins_stop, "py_func", joins_stop))
 
 
 # ----------------------------------------------------------------------------- due heap
+# ``hk`` and ``hf`` are the two columns of one array (a row per entry: a key and its
+# flow share a cache line); an entry moves by carrying it past the entries it passes
+# (one write of ``hpos`` per level instead of a swap's two): the same comparisons as
+# swapping, so the same heap.
 @numba.njit(**INL)
-def _hswap(i, j, hk, hf, hpos):
-    hk[i], hk[j] = hk[j], hk[i]
-    hf[i], hf[j] = hf[j], hf[i]
-    hpos[hf[i]] = i
-    hpos[hf[j]] = j
+def _hmove(src, dst, hk, hf, hpos):
+    hk[dst] = hk[src]
+    hf[dst] = hf[src]
+    hpos[hf[dst]] = dst
 
 
 @numba.njit(**INL)
 def _hup(i, hk, hf, hpos):
+    key = hk[i]
+    f = hf[i]
     while i > 0:
         p = (i - 1) >> 1
-        if hk[p] <= hk[i]:
+        if hk[p] <= key:
             break
-        _hswap(i, p, hk, hf, hpos)
+        _hmove(p, i, hk, hf, hpos)
         i = p
+    hk[i] = key
+    hf[i] = f
+    hpos[f] = i
 
 
 @numba.njit(**INL)
 def _hdown(i, n, hk, hf, hpos):
+    key = hk[i]
+    f = hf[i]
     while True:
         c = 2 * i + 1
         if c >= n:
             break
         if c + 1 < n and hk[c + 1] < hk[c]:
             c += 1
-        if hk[i] <= hk[c]:
+        if key <= hk[c]:
             break
-        _hswap(i, c, hk, hf, hpos)
+        _hmove(c, i, hk, hf, hpos)
         i = c
+    hk[i] = key
+    hf[i] = f
+    hpos[f] = i
 
 
 @numba.njit(**INL)
@@ -748,6 +762,20 @@ def _apply_rate(f, r, t, rate, core, pinned, rem, size, tl, hk, hf, hpos, nh, se
 
 
 @numba.njit(**INL)
+def _replan_rate(f, r, t, rate, core, pinned, rem, size, tl, hk, hf, hpos, nh, seg_start,
+                 record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg):
+    """:func:`_apply_rate` at a plan's start, where a flow that goes on sending at the
+    same rate keeps its due time (its ``rem`` and ``tl`` agree with it): of the flows a
+    plan passes over (every flow that sent, is capped or is backfilled) only those
+    whose rate changes move in the heap."""
+    if r == rate[f] and hpos[f] >= 0:
+        return nh, n_seg
+    return _apply_rate(f, r, t, rate, core, pinned, rem, size, tl, hk, hf, hpos, nh,
+                       seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate,
+                       n_seg)
+
+
+@numba.njit(**INL)
 def _unlink(f, D, dpair, core_of, pool, pbeg, pend, fkey, hkey, pin, pout, qbase, qpo,
             qkey, qlen):
     """Flow ``f`` has finished: out of its pair, whose head moves on if ``f`` headed it.
@@ -804,7 +832,8 @@ def _start(t, cflows, old, do_backfill, D, dpair, core_of, pool, pbeg, pend, hke
            n_seg):
     """A plan's rates: the backfill from scratch (a cursor on every port the caps leave
     something on), then every flow that sent under the last plan (``old``), is capped or
-    heads a backfilled pair gets its rate and due time. Returns ``(nh, n_seg)``."""
+    heads a backfilled pair gets its rate and due time (:func:`_replan_rate`). Returns
+    ``(nh, n_seg)``."""
     for x in range(R.shape[0]):
         b = qbase[x]
         for i in range(b, b + alen[x]):
@@ -823,12 +852,12 @@ def _start(t, cflows, old, do_backfill, D, dpair, core_of, pool, pbeg, pend, hke
     for x in range(n_touched):
         tmark[touched[x]] = False
     for f in old:
-        nh, n_seg = _apply_rate(f, _rate_of(f, cval, a, pool, pbeg, pend, core_of, dpair, D),
+        nh, n_seg = _replan_rate(f, _rate_of(f, cval, a, pool, pbeg, pend, core_of, dpair, D),
                                 t, rate, core, pinned, rem, size, tl, hk, hf, hpos, nh,
                                 seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
                                 seg_rate, n_seg)
     for f in cflows:
-        nh, n_seg = _apply_rate(f, _rate_of(f, cval, a, pool, pbeg, pend, core_of, dpair, D),
+        nh, n_seg = _replan_rate(f, _rate_of(f, cval, a, pool, pbeg, pend, core_of, dpair, D),
                                 t, rate, core, pinned, rem, size, tl, hk, hf, hpos, nh,
                                 seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
                                 seg_rate, n_seg)
@@ -836,9 +865,9 @@ def _start(t, cflows, old, do_backfill, D, dpair, core_of, pool, pbeg, pend, hke
         e = touched[x]
         if pbeg[e] < pend[e]:
             f = pool[pbeg[e]]
-            nh, n_seg = _apply_rate(f, cval[f] + a[e], t, rate, core, pinned, rem, size, tl,
-                                    hk, hf, hpos, nh, seg_start, record, seg_flow, seg_core,
-                                    seg_t0, seg_t1, seg_rate, n_seg)
+            nh, n_seg = _replan_rate(f, cval[f] + a[e], t, rate, core, pinned, rem, size,
+                                     tl, hk, hf, hpos, nh, seg_start, record, seg_flow,
+                                     seg_core, seg_t0, seg_t1, seg_rate, n_seg)
     return nh, n_seg
 
 
@@ -1061,8 +1090,9 @@ class CappedEngine:
         self.core_of = np.full(n, -1, dtype=np.int64)
         self.cval = np.zeros(n)
         self.tl = np.zeros(n)
-        self.hk = np.empty(nn)
-        self.hf = np.empty(nn, dtype=np.int64)
+        heap = np.empty((nn, 2))   # due heap rows: (due time, flow as int64 bits)
+        self.hk = heap[:, 0]
+        self.hf = heap.view(np.int64)[:, 1]
         self.hpos = np.full(n, -1, dtype=np.int64)
         self.nh = 0
         self.n_live = 0
