@@ -142,7 +142,9 @@ def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, lo
                      "floor": stats(np.concatenate(fl)) if fl else None,
                      "meets_target": bool(st["n"] and st["median"] < TARGET_MEDIAN
                                           and st["p90"] < TARGET_P90),
-                     "event_to_rules_ms_median": float(np.nanmedian(lat)),
+                     # none when no rule changed (every flow started in its first class)
+                     "event_to_rules_ms_median": (float(np.nanmedian(lat))
+                                                  if np.isfinite(lat).any() else None),
                      "retransmitted": retransmitted(reports),
                      "load": os.getloadavg()[0]})
     return rows
@@ -169,10 +171,14 @@ def table(rows) -> str:
                    f"{r['time_scale']:>5g} {r['policy']:<22} {r['emu_n']:>4} "
                    f"{r['emu_median']:>7.2%} {r['emu_p90']:>7.2%} "
                    f"{r['mean_cct_ratio']:>9.3f} | {sizes} | {fl} "
-                   f"{r['event_to_rules_ms_median']:>8.2f} "
+                   f"{_ms(r['event_to_rules_ms_median'])} "
                    f"{r.get('retransmitted', float('nan')):>6.2%} "
                    f"{'met' if r['meets_target'] else 'NOT':>6} {r['load']:>4.1f}")
     return "\n".join(out)
+
+
+def _ms(v) -> str:
+    return f"{'-':>8}" if v is None else f"{v:>8.2f}"
 
 
 def main(argv=None) -> int:
