@@ -1090,7 +1090,10 @@ class CappedEngine:
         self.core_of = np.full(n, -1, dtype=np.int64)
         self.cval = np.zeros(n)
         self.tl = np.zeros(n)
-        heap = np.empty((nn, 2))   # due heap rows: (due time, flow as int64 bits)
+        # due heap rows: (due time, flow as int64 bits); at least two, so that its columns
+        # are strided on every workload (a one-row column is contiguous: another type for
+        # the kernels, compiled again for minutes)
+        heap = np.empty((max(2, n), 2))
         self.hk = heap[:, 0]
         self.hf = heap.view(np.int64)[:, 1]
         self.hpos = np.full(n, -1, dtype=np.int64)
