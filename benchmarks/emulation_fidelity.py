@@ -10,7 +10,8 @@ error by coflow size (total MB: < 0.5, 0.5-2, 2-8, >= 8).
 
 ``HxC:auto`` configurations take the rate from ``--rate auto``'s rule
 (``emulate.mininet.calibrate``: the largest 1-2-5 rate inside this machine's forwarding
-budget, measured or cached). A policy ``NAME@key=value`` passes an option to it (e.g.
+budget, measured or cached, at which the short flows last long enough against the
+control loop), the lowest over the seeds. A policy ``NAME@key=value`` passes an option to it (e.g.
 ``lp-coflow@mode=online``, ``aalo@first_threshold=1e6``).
 
 Two reference figures help read the result (``--floor``, ``--latency`` columns):
@@ -104,9 +105,11 @@ def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, lo
     chosen = None
     if rate == "auto":
         from emulate.mininet.calibrate import choose, forwarding_budget, probe_fabric
-        w0 = workload(seeds[0], hosts, 10e6, coflows, mean_bytes, cores)
-        budget = forwarding_budget(fabric=probe_fabric(w0))
-        chosen = choose(w0, budget.budget_bps, rate_free=True)
+        ws = [workload(s, hosts, 10e6, coflows, mean_bytes, cores) for s in seeds]
+        budget = forwarding_budget(fabric=probe_fabric(ws[0]))
+        # one rate for the configuration: the seed that needs the lowest
+        chosen = min((choose(w, budget.budget_bps, rate_free=True) for w in ws),
+                     key=lambda c: c.rates_bps[0])
         rate = chosen.rates_bps[0]
         log(f"  {budget.describe()}\n  {chosen.describe()}")
     rows = []

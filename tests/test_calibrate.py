@@ -9,17 +9,18 @@ import time
 import pytest
 
 from controller.model import Coflow, Flow, Workload
-from emulate.mininet.calibrate import (Budget, choose, machine, nice_floor, read_cache,
-                                       with_rates, write_cache)
+from emulate.mininet.calibrate import (FLOW_TIME_S, Budget, choose, machine, nice_floor,
+                                       read_cache, short_flow_bits, with_rates, write_cache)
 from emulate.mininet.engine import WIRE_OVERHEAD, offered_load_bps
 from topologies.fabric import Fabric
 
 
-def spread(hosts, cores, rate, core_rates=None, used=None):
-    """One coflow with a flow out of each of ``used`` (default all) hosts."""
+def spread(hosts, cores, rate, core_rates=None, used=None, size=1e8):
+    """One coflow with a flow of ``size`` bytes out of each of ``used`` (default all) hosts
+    (100 MB: long enough at every rate here that only the budget limits the choice)."""
     used = hosts if used is None else used
     return Workload(Fabric(ports=hosts, cores=cores, rate_bps=rate, core_rates=core_rates),
-                    [Coflow("c", [Flow(i, (i + 1) % used, 1e6) for i in range(used)])])
+                    [Coflow("c", [Flow(i, (i + 1) % used, size) for i in range(used)])])
 
 
 @pytest.mark.parametrize("x, want", [(1.0, 1.0), (1.99, 1.0), (2.0, 2.0), (4.9, 2.0),
@@ -88,6 +89,53 @@ def test_heterogeneous_cores_keep_their_ratio_when_the_rate_is_chosen():
 def test_a_workload_far_beyond_the_budget_is_refused_with_what_to_do():
     with pytest.raises(ValueError, match="--rate"):
         choose(spread(64, 8, 100e9), 1e6)
+
+
+# ------------------------------------------------------------- the control loop's limit
+def sized(sizes, hosts=4, cores=2, rate=20e6):
+    """One coflow per flow size, each from host i to host i + 1 (mod hosts)."""
+    return Workload(Fabric(ports=hosts, cores=cores, rate_bps=rate),
+                    [Coflow(f"c{k}", [Flow(k % hosts, (k + 1) % hosts, b)])
+                     for k, b in enumerate(sizes)])
+
+
+def test_short_flows_lower_a_free_rate_below_what_the_budget_allows():
+    # 10 kB flows: 80 ms on the wire at 1 Mbit/s; the budget alone would give 20 Mbit/s
+    w = sized([10e3] * 20)
+    c = choose(w, 200e6, rate_free=True)
+    assert c.rates_bps == (1e6, 1e6) and c.time_scale == 1
+    assert c.short_flow_bits == 80e3 and c.short_flow_s == pytest.approx(FLOW_TIME_S)
+    # the budget still binds when the flows are long
+    assert choose(sized([1e8] * 20), 200e6, rate_free=True).rates_bps == (20e6, 20e6)
+    doc = c.to_json()
+    assert doc["short_flow_bytes"] == 10e3 and doc["flow_time_s"] == FLOW_TIME_S
+    assert "10 kB) last 80 ms on the wire" in c.describe()
+
+
+def test_short_flows_raise_a_kept_rates_time_scale_to_the_next_power_of_two():
+    # 10 kB at 20 Mbit/s: 4 ms; 80 ms needs a slow-down of 20 -> 32
+    c = choose(sized([10e3] * 20), 200e6)
+    assert c.rates_bps == (20e6, 20e6) and c.time_scale == 32
+    assert c.short_flow_s >= FLOW_TIME_S > c.short_flow_bits * 16 / 20e6
+    assert c.offered_bps == pytest.approx(offered_load_bps(sized([10e3] * 20), 32))
+
+
+def test_the_tenth_percentile_decides_not_the_few_smallest_flows():
+    few_tiny = [100.0] * 5 + [1e8] * 95         # 5 % of the flows: not counted
+    assert short_flow_bits(sized(few_tiny)) == 8e8
+    assert choose(sized(few_tiny), 200e6).time_scale == 1
+    many_tiny = [100.0] * 20 + [1e8] * 80       # 20 %: they decide
+    assert short_flow_bits(sized(many_tiny)) == 800.0
+    # empty flows do not count; a workload of nothing but empty flows has no short flow
+    assert short_flow_bits(sized([0.0] * 50 + [1e8] * 50)) == 8e8
+    assert short_flow_bits(sized([0.0] * 3)) is None
+    assert choose(sized([0.0] * 3), 200e6).short_flow_s is None
+
+
+def test_the_flows_time_scale_stops_at_the_largest_allowed_without_refusing():
+    c = choose(sized([100.0] * 20, rate=1e9), 200e6, max_time_scale=64)
+    assert c.time_scale == 64 and c.short_flow_s < FLOW_TIME_S
+    assert "(wanted: 80)" in c.describe()
 
 
 def budget(**kw):

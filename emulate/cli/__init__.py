@@ -87,7 +87,8 @@ def workload_options(f):
         click.option("--cores", type=int, help="Number of parallel cores (overrides the file)."),
         click.option("--rate", "rate", help="Link rate, e.g. 1Gbps (overrides the file); "
                                             "run --engine mininet: auto (a time scale that "
-                                            "fits what this machine forwards)."),
+                                            "fits what this machine forwards and lets the "
+                                            "short flows last 80 ms on the wire)."),
         click.option("--hosts", type=int, help="FB trace: remap its ports onto this many hosts."),
         click.option("--min-mb", type=float, help="FB trace: drop coflows below this many MB."),
         click.option("--scale-bytes", type=float, help="FB trace: multiply every size."),

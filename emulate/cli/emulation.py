@@ -81,7 +81,8 @@ def clean(force):
 @click.option("--rate", default=None, help="Link rate (default: the file's; 10Mbps for "
                                            "--random); auto: the largest 1-2-5 rate (--random)"
                                            " or the time scale (a file) that fits what this "
-                                           "machine forwards.")
+                                           "machine forwards and lets the short flows "
+                                           "last 80 ms on the wire.")
 @click.option("--mean-size", default="2MB", show_default=True,
               help="--random: mean bytes per coflow.")
 @click.option("--time-scale", type=float, default=None,
