@@ -462,7 +462,10 @@ def _assign(e, k, amt, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, pin
         x = pin[e] if side == 0 else pout[e]
         full = fullk[x]
         _put(x, k, e, amt, akey, apair, aamt, qbase, alen)
-        fullk[x] = _full_at(x, R, akey, aamt, qbase, alen, tiny_of[x])
+        if full == NEVER or full >= k:
+            # (else the caps fill x, or a backfill ranked before k does: the sums up to
+            # it are the same, so it fills x still)
+            fullk[x] = _full_at(x, R, akey, aamt, qbase, alen, tiny_of[x])
         nt = _after(x, k, up, full, akey, apair, qbase, alen, qd, cpend, tq, nt)
     a[e] = amt
     return _note(e, tmark, touched, n_touched), nt
