@@ -51,6 +51,14 @@ the time each flow's remaining bytes fall to the engine's finishing tolerance. T
 helpers are inlined into three kernels (plan, event loop, finish); a numba call that
 passes arrays costs their reference counts and the arguments' copies, which were most of
 the engine's time when each helper was its own function.
+
+The inlining is LLVM's (:data:`INL`: each helper compiled once, without reference
+counts, and marked ``alwaysinline``), not numba's (``inline="always"``), which copies the
+helper's IR and runs numba's untyped passes on the copy at every call site, and again for
+the helpers it calls: that took 35 s to compile ``_start`` and 52 s for ``_events``,
+most of it deep copies of the IR (cProfile); now 16 and 13 s, the helpers included (each
+compiled once). The kernels take ``core`` read-only (:func:`read_only`): one signature
+each to compile, where a one-core plan's read-only ``core`` and a writable one made two.
 """
 from __future__ import annotations
 
@@ -70,10 +78,12 @@ NEVER = 1 << 62
 #: keys are below this (``label * W + r``)
 KEY_SPACE = 1 << 61
 
-INL = dict(cache=True, inline="always")
+#: jit options of the kernels' helpers: inlined by LLVM where they are called (see the
+#: module docstring), without numba's reference counting (they allocate nothing)
+INL = dict(cache=True, forceinline=True, _nrt=False)
 
-# the shared helpers of emulate.sim.matching, compiled again from the same source to be
-# inlined into the kernels below
+# the shared helpers of emulate.sim.matching, compiled again from the same source with
+# these options
 # (NUMBA_DISABLE_JIT leaves plain functions, without ``py_func``)
 _advance = numba.njit(**INL)(getattr(advance_flow, "py_func", advance_flow))
 _joins = numba.njit(**INL)(getattr(joins_stop, "py_func", joins_stop))
@@ -452,7 +462,10 @@ def _assign(e, k, amt, R, tiny_of, a, akey, apair, aamt, qbase, alen, fullk, pin
         x = pin[e] if side == 0 else pout[e]
         full = fullk[x]
         _put(x, k, e, amt, akey, apair, aamt, qbase, alen)
-        fullk[x] = _full_at(x, R, akey, aamt, qbase, alen, tiny_of[x])
+        if full == NEVER or full >= k:
+            # (else the caps fill x, or a backfill ranked before k does: the sums up to
+            # it are the same, so it fills x still)
+            fullk[x] = _full_at(x, R, akey, aamt, qbase, alen, tiny_of[x])
         nt = _after(x, k, up, full, akey, apair, qbase, alen, qd, cpend, tq, nt)
     a[e] = amt
     return _note(e, tmark, touched, n_touched), nt
@@ -1028,6 +1041,17 @@ def _finish(t, D, dpair, core_of, pool, pbeg, pend, fkey, hkey, pin, pout, qbase
 
 
 # ----------------------------------------------------------------------------- engine
+def read_only(x: np.ndarray) -> np.ndarray:
+    """A read-only view of ``x`` (``x`` itself if it is one): the kernels take ``core``
+    read-only (a one-core plan's is, :func:`controller.plan.single_core`), so that they
+    have one signature each to compile, not two."""
+    if not x.flags.writeable:
+        return x
+    v = x.view()
+    v.flags.writeable = False
+    return v
+
+
 class CappedEngine:
     """The capped engine of one simulation run: its pairs, ports and heaps, kept from
     plan to plan (see the module docstring).
@@ -1092,7 +1116,7 @@ class CappedEngine:
         self.tl = np.zeros(n)
         # due heap rows: (due time, flow as int64 bits); at least two, so that its columns
         # are strided on every workload (a one-row column is contiguous: another type for
-        # the kernels, compiled again for minutes)
+        # the kernels, compiled again)
         heap = np.empty((max(2, n), 2))
         self.hk = heap[:, 0]
         self.hf = heap.view(np.int64)[:, 1]
@@ -1140,6 +1164,7 @@ class CappedEngine:
         ``caps`` (bytes/s, > 0), the others at 0. Returns False if the caps do not fit
         the links (then the caller rescans and must :meth:`invalidate`)."""
         a = self.arrays
+        core = read_only(core)
         mode = "flow" if coflow_order is None else "coflow"
         old = self.hf[:self.nh].copy() if self.valid else np.flatnonzero(rate > 0)
         if not (self.valid and mode == self.mode == "coflow"

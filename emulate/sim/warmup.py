@@ -13,8 +13,9 @@ workload with releases and a DAG and on a 1-core one (the priority matching, the
 backfill, fair sharing by pairs, the rescan with byte limits, the LP policies' list
 scheduling), ``fifo@allocation=coflowsim`` (CoflowSim's quanta), a small joint workload
 under every compute policy, and the redundancy model's checkpoint simulator. It prints what it
-compiled and the time it took (about 70 s on a 2-core VM from a fresh clone); a second
-run only loads the cache (about 3 s).
+compiled and the time it took (about 160 s on a 2-core VM from a fresh clone, the most
+of it aalo's and fair's first kernels, 50-60 s each; sebf's 32 s); a second run only loads
+the cache (about 3 s).
 """
 from __future__ import annotations
 
