@@ -24,7 +24,9 @@ returns, and the next completion comes from a heap of the sending flows' due tim
 :mod:`emulate.sim.capped`), so the flows whose rate stays the same are not touched. (On
 FB2010 tiled ``k`` times on disjoint ports, scanning every port at every event made the
 matching's time grow as ``k**2``.) Plans with byte limits (``aalo``) still scan the
-sending flows at each event for the limits' crossing times.
+sending flows once an event for the limits' crossing times; the scan after the event,
+which tells whether a limit was reached, runs only once a coflow may have come near its
+limit (:func:`_limit_time`'s ``clear``).
 
 Written twice on purpose: the advance of a flow that does not finish in a step (its
 remaining bytes down, its coflow's bytes sent up) is inlined in the simulator's own
@@ -308,16 +310,21 @@ NO_KEY = 1 << 62
 def matching_pairs(order, key, src, dst, core, ports, nport, pair_map, pair_of):
     """The pair lists :func:`run_matching` takes for the flows of ``order`` (by rank),
     whose rank keys are ``key[order]`` (increasing): :func:`pair_lists`, with flows
-    instead of positions (``pflow``), keys instead of positions (``qkey``), and
-    ``pair_of`` (per flow, filled for the flows of ``order``) as ``pair``."""
+    instead of positions (``pflow``), keys instead of positions (``qkey``),
+    ``pair_of`` (per flow, filled for the flows of ``order``) as ``pair``, and ``fkey``
+    beside ``pflow``: the key of each of its flows (``key[pflow]``, kept so by
+    :func:`rekey_pairs`), so that searching and shifting a pair's flows by key reads
+    one array in order instead of ``key`` at random."""
     pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pair_lists(
         order, src, dst, core, ports, nport, pair_map)
+    fkey = np.empty(order.shape[0], dtype=np.int64)
     for m in range(order.shape[0]):
         pair_of[order[m]] = pair[m]
         pflow[m] = order[pflow[m]]
+        fkey[m] = key[pflow[m]]
     for x in range(qkey.shape[0]):
         qkey[x] = key[order[qkey[x]]]
-    return pair_of, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen
+    return pair_of, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, fkey
 
 
 @numba.njit(cache=True)
@@ -341,10 +348,10 @@ def rekey_pairs(flows, new_key, pos, pairs):
     """The flows ``flows`` (not done, in the pair lists ``pairs``) take the rank keys
     ``new_key``: ``pos`` and the lists follow (each pair's flows left sorted by key, each
     port's pairs by their head's key), for work in proportion to the pairs they are in
-    and the flows they pass in them. Keys stay distinct. Returns ``(changed, old)``: the
-    pairs whose head's key changed and those old keys (what :func:`run_matching` repairs
-    a kept matching around)."""
-    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pairs
+    and the flows they pass in them (their keys read from ``fkey``, beside them). Keys
+    stay distinct. Returns ``(changed, old)``: the pairs whose head's key changed and
+    those old keys (what :func:`run_matching` repairs a kept matching around)."""
+    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, fkey = pairs
     n = flows.shape[0]
     touched = np.empty(n, dtype=np.int64)
     old_head = np.empty(n, dtype=np.int64)
@@ -354,14 +361,14 @@ def rekey_pairs(flows, new_key, pos, pairs):
         e = pair[flows[m]]
         if moved[e] == 0:
             touched[nt] = e
-            old_head[nt] = pos[pflow[phead[e]]]
+            old_head[nt] = fkey[phead[e]]
             nt += 1
         moved[e] += 1
     for m in range(n):
         f = flows[m]
         e = pair[f]
         if moved[e] <= FEW_MOVED:
-            _move_in_pair(f, new_key[m], pos, pflow, phead[e], pptr[e + 1])
+            _move_in_pair(f, new_key[m], pos, pflow, fkey, phead[e], pptr[e + 1])
         else:
             pos[f] = new_key[m]
     nc = 0
@@ -377,17 +384,18 @@ def rekey_pairs(flows, new_key, pos, pairs):
             idx = np.argsort(keys)
             for j in range(hi - lo):
                 pflow[lo + j] = seg[idx[j]]
+                fkey[lo + j] = keys[idx[j]]
         moved[e] = 0
-        if pos[pflow[lo]] != old_head[x]:
+        if fkey[lo] != old_head[x]:
             touched[nc] = e
             old_head[nc] = old_head[x]
             nc += 1
-    _requeue_all(touched[:nc], pos, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, moved)
+    _requeue_all(touched[:nc], fkey, phead, pin, pout, qptr, qpair, qkey, qlen, moved)
     return touched[:nc], old_head[:nc]
 
 
 @numba.njit(cache=True)
-def _requeue_all(changed, pos, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, mark):
+def _requeue_all(changed, fkey, phead, pin, pout, qptr, qpair, qkey, qlen, mark):
     """The pairs ``changed`` have new head keys: the pair list of each port they are in
     is sorted again by one merge (its other pairs stay in order), for work in proportion
     to the lists touched rather than to how far each head moved in them. ``mark`` is
@@ -397,7 +405,7 @@ def _requeue_all(changed, pos, pflow, phead, pin, pout, qptr, qpair, qkey, qlen,
         return
     nk = np.empty(c, dtype=np.int64)
     for x in range(c):
-        nk[x] = pos[pflow[phead[changed[x]]]]
+        nk[x] = fkey[phead[changed[x]]]
     by_key = np.argsort(nk)
     nport2 = qptr.shape[0] - 1
     cnt = np.zeros(nport2 + 1, dtype=np.int64)
@@ -445,31 +453,35 @@ def _requeue_all(changed, pos, pflow, phead, pin, pout, qptr, qpair, qkey, qlen,
 
 
 @numba.njit(**LEAF)
-def _move_in_pair(f, key, pos, pflow, lo, hi):
-    """Flow ``f``, in ``pflow[lo:hi]`` (sorted by ``pos``, ties adjacent), takes rank key
-    ``key``: it moves to its place, the flows it passes shift by one."""
+def _move_in_pair(f, key, pos, pflow, fkey, lo, hi):
+    """Flow ``f``, in ``pflow[lo:hi]`` (sorted by their keys ``fkey[lo:hi]``), takes rank
+    key ``key``: it moves to its place, the flows it passes shift by one (with their
+    keys)."""
     old = pos[f]
     a = lo
     b = hi
     while a < b:  # the first flow keyed at or after ``old``
         mid = (a + b) // 2
-        if pos[pflow[mid]] < old:
+        if fkey[mid] < old:
             a = mid + 1
         else:
             b = mid
     j = a
-    while pflow[j] != f:  # (a flow moved before it may hold its old key for now)
+    while pflow[j] != f:  # (keys are distinct: the first is ``f``)
         j += 1
     pos[f] = key
     if key > old:
-        while j + 1 < hi and pos[pflow[j + 1]] < key:
+        while j + 1 < hi and fkey[j + 1] < key:
             pflow[j] = pflow[j + 1]
+            fkey[j] = fkey[j + 1]
             j += 1
     else:
-        while j > lo and pos[pflow[j - 1]] > key:
+        while j > lo and fkey[j - 1] > key:
             pflow[j] = pflow[j - 1]
+            fkey[j] = fkey[j - 1]
             j -= 1
     pflow[j] = f
+    fkey[j] = key
 
 
 @numba.njit(**LEAF)
@@ -713,11 +725,22 @@ def _catch_up(t, nport, owner, tl, pos, pair, pptr, pflow, phead, pout, qptr, qp
     return n_seg, completed, n_pend
 
 
+#: relative margin below a byte limit that :func:`_limit_time`'s ``clear`` keeps: far
+#: above the 1e-12 of its test and the rounding of its sums
+LIMIT_CLEAR = 1e-9
+
+
 @numba.njit(**LEAF)
 def _limit_time(t, nport, owner, tl, rate, coflow, byte_limit, sent, ctot, cpend, seen):
-    """The earliest time (``t`` or after) at which a coflow with a byte limit reaches it
-    (to 1e-12 of it), given the sending flows (the holders of the input ports, whose bytes
-    since ``tl`` of their port are not in ``sent`` yet); inf if none will. ``ctot`` and
+    """``(when, clear)``: the earliest time (``t`` or after) at which a coflow with a byte
+    limit reaches it (to 1e-12 of it), given the sending flows (the holders of the input
+    ports, whose bytes since ``tl`` of their port are not in ``sent`` yet), inf if none
+    will; and the time at which the first of them comes within :data:`LIMIT_CLEAR` of
+    its limit (``t`` if one is already).
+
+    Before ``clear``, with these flows or some of them sending, no coflow is within that
+    margin of its limit: a scan then finds no limit reached, whatever order its sums
+    take (their rounding is some ulps), and :func:`run_matching` skips it. ``ctot`` and
     ``cpend`` are per-coflow scratch, left zeroed; ``seen`` scratch of ``nport``."""
     n = 0
     for p in range(nport):
@@ -731,6 +754,7 @@ def _limit_time(t, nport, owner, tl, rate, coflow, byte_limit, sent, ctot, cpend
                 ctot[k] += rate[f]
                 cpend[k] += rate[f] * (t - tl[p])
     out = np.inf
+    clear = np.inf
     for x in range(n):
         k = seen[x]
         if ctot[k] > 0.0:  # (a zero rate adds nothing, and may add k twice to seen)
@@ -739,9 +763,11 @@ def _limit_time(t, nport, owner, tl, rate, coflow, byte_limit, sent, ctot, cpend
                 out = t
             else:
                 out = min(out, t + (byte_limit[k] - s) / ctot[k])
+            near = byte_limit[k] - (LIMIT_CLEAR * byte_limit[k] + EPS_BYTES)
+            clear = min(clear, t + max(near - s, 0.0) / ctot[k])
             ctot[k] = 0.0
             cpend[k] = 0.0
-    return out
+    return out, clear
 
 
 @numba.njit(cache=True)
@@ -833,7 +859,7 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
     since are skipped). Only a plan with byte limits scans the sending flows at each
     event, for the limits' crossing times.
     """
-    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pairs
+    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, _ = pairs
     cores = core_cap.shape[0]
     nport = owner.shape[0] // 2
     hk = np.empty(1024, dtype=np.int64)
@@ -910,9 +936,11 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
             stash[n_st] = p
             stash_fin[n_st] = fin
             n_st += 1
+        clear = np.inf
         if has_limit:
-            best = min(best, _limit_time(t, nport, owner, tl, rate, coflow, byte_limit,
-                                         sent, ctot, cpend, seen))
+            lim, clear = _limit_time(t, nport, owner, tl, rate, coflow, byte_limit, sent,
+                                     ctot, cpend, seen)
+            best = min(best, lim)
         if best == np.inf and stop_time == np.inf:
             reason = COFLOW_DONE if completed else STUCK
             break
@@ -949,8 +977,9 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
                 completed = True
                 coflow_done = coflow_done or stops[coflow[f]]
         t = t_new
-        limit_hit = has_limit and _limit_time(t, nport, owner, tl, rate, coflow,
-                                              byte_limit, sent, ctot, cpend, seen) <= t
+        # (before ``clear`` no coflow can have come near its limit: no scan)
+        limit_hit = has_limit and t >= clear and _limit_time(
+            t, nport, owner, tl, rate, coflow, byte_limit, sent, ctot, cpend, seen)[0] <= t
         # cursors on the freed ports (after every list is up to date)
         for m in range(n_freed):
             hk, hp, hi, nh = _cursor(hk, hp, hi, nh, freed[m], freed_after[m], qptr, qkey,
