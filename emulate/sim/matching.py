@@ -55,14 +55,24 @@ def heap_push(hk, hp, hi, n, key, port, idx):
 
     Keys may be integers (rank positions) or floats (fair-share levels)."""
     if n == hk.shape[0]:
-        nk = np.empty(2 * n, dtype=hk.dtype)
-        npp = np.empty(2 * n, dtype=np.int64)
-        ni = np.empty(2 * n, dtype=np.int64)
-        nk[:n] = hk
-        npp[:n] = hp
-        ni[:n] = hi
-        hk, hp, hi = nk, npp, ni
+        hk, hp, hi = heap_grown(hk, hp, hi, n)
     return hk, hp, hi, heap_insert(hk, hp, hi, n, key, port, idx)
+
+
+@numba.njit(cache=True)
+def heap_grown(hk, hp, hi, n):
+    """The heap's arrays, twice as long (its ``n`` entries copied).
+
+    A hot loop pushes with :func:`heap_insert` and calls this only when the heap is full:
+    reassigning the arrays costs atomic reference counts, which the loop then pays only
+    in that branch (and :func:`heap_push` returns the arrays at every push)."""
+    nk = np.empty(2 * n, dtype=hk.dtype)
+    npp = np.empty(2 * n, dtype=np.int64)
+    ni = np.empty(2 * n, dtype=np.int64)
+    nk[:n] = hk[:n]
+    npp[:n] = hp[:n]
+    ni[:n] = hi[:n]
+    return nk, npp, ni
 
 
 @numba.njit(**LEAF)
@@ -225,8 +235,9 @@ def advance_flow(f, dt, t_new, rem, size, sent, coflow, done, flow_completion, l
     rem[f] = 0.0
     done[f] = True
     flow_completion[f] = t_new
-    n_seg = emit(record, f, core[f], seg_start[f], t_new, r, seg_flow, seg_core, seg_t0,
-                 seg_t1, seg_rate, n_seg)
+    if record:  # (not otherwise: two reads at random fewer)
+        n_seg = emit(record, f, core[f], seg_start[f], t_new, r, seg_flow, seg_core,
+                     seg_t0, seg_t1, seg_rate, n_seg)
     rate[f] = 0.0
     left[k] -= 1
     if left[k] == 0:
@@ -529,11 +540,27 @@ def _walk(port, k, limit, nport, qptr, qpair, qkey, qlen, pin, pout, owner, pos)
 @numba.njit(cache=True, inline="always")
 def _cursor(hk, hp, hi, nh, port, after, qptr, qkey, qlen):
     """Push a cursor on ``port`` at its first pair whose head is positioned after ``after``."""
+    if nh == hk.shape[0]:
+        hk, hp, hi = heap_grown(hk, hp, hi, nh)
+    return hk, hp, hi, _cursor_in(hk, hp, hi, nh, port, after, qptr, qkey, qlen)
+
+
+@numba.njit(**LEAF)
+def _cursor_in(hk, hp, hi, nh, port, after, qptr, qkey, qlen):
+    """:func:`_cursor` on a heap with room for it; returns the new size."""
     lo = qptr[port]
-    k = np.searchsorted(qkey[lo:lo + qlen[port]], after, side="right")
-    if k < qlen[port]:
-        hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[lo + k], port, k)
-    return hk, hp, hi, nh
+    n = qlen[port]
+    a = 0
+    b = n
+    while a < b:  # the first entry keyed after ``after``
+        mid = (a + b) // 2
+        if qkey[lo + mid] <= after:
+            a = mid + 1
+        else:
+            b = mid
+    if a < n:
+        return heap_insert(hk, hp, hi, nh, qkey[lo + a], port, a)
+    return nh
 
 
 @numba.njit(**LEAF)
@@ -862,6 +889,7 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
     pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, _ = pairs
     cores = core_cap.shape[0]
     nport = owner.shape[0] // 2
+    ports_per_core = nport // cores
     hk = np.empty(1024, dtype=np.int64)
     hp = np.empty(1024, dtype=np.int64)
     hi = np.empty(1024, dtype=np.int64)
@@ -893,6 +921,16 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
                              seg_core, seg_t0, seg_t1, seg_rate, n_seg)
                 rate[f] = 0.0
                 seg_start[f] = t
+    # per port, its holder's key and the holder's other port (read at a displacement
+    # instead of the flow's own entries, at random in arrays of every flow)
+    okey = np.empty(2 * nport, dtype=np.int64)
+    mate = np.empty(2 * nport, dtype=np.int64)
+    for p in range(nport):
+        f = owner[p]
+        if f >= 0:
+            okey[p] = okey[pout[pair[f]]] = pos[f]
+            mate[p] = pout[pair[f]]
+            mate[pout[pair[f]]] = p
     # the due heap: (due time, input port, its holder)
     tl = np.empty(nport)
     due = np.full(nport, -1.0)
@@ -969,7 +1007,7 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
             tl[p] = t_new
             if not finished:
                 due[p] = _due(f, t_new, rem, rate, size)
-                dk, dp, df, nd = heap_push(dk, dp, df, nd, due[p], p, f)
+                nd = heap_insert(dk, dp, df, nd, due[p], p, f)  # (room: it was popped)
                 continue
             n_freed = _vacate_into(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair,
                                    qkey, qlen, owner, freed, freed_after, n_freed)
@@ -982,8 +1020,9 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
             t, nport, owner, tl, rate, coflow, byte_limit, sent, ctot, cpend, seen)[0] <= t
         # cursors on the freed ports (after every list is up to date)
         for m in range(n_freed):
-            hk, hp, hi, nh = _cursor(hk, hp, hi, nh, freed[m], freed_after[m], qptr, qkey,
-                                     qlen)
+            if nh == hk.shape[0]:
+                hk, hp, hi = heap_grown(hk, hp, hi, nh)
+            nh = _cursor_in(hk, hp, hi, nh, freed[m], freed_after[m], qptr, qkey, qlen)
         if coflow_done or limit_hit or t >= stop_time:
             # (at the stop time the next plan decides what starts now: nothing is pinned
             # before it sends)
@@ -999,23 +1038,20 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
                 nh = 0  # no flow at or after `key` can get a port: every cursor dies
                 break
             if e < 0:
-                if k >= 0:
-                    hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[qptr[port] + k], port,
-                                               k)
+                if k >= 0:  # (room: it was popped)
+                    nh = heap_insert(hk, hp, hi, nh, qkey[qptr[port] + k], port, k)
                 continue
-            own = owner[port]
-            oq = owner[q]
             g = pflow[phead[e]]
-            h = core[g]
-            for d in (own, oq):
+            h = pin[e] // ports_per_core  # (the pair's core: ``core[g]``)
+            for x in (port, q):
+                d = owner[x]
                 if d >= 0 and rate[d] > 0.0:
                     # displaced: its bytes up to now, then it frees its ports; a cursor
                     # on the one g does not take
-                    ed = pair[d]
-                    di = pin[ed]
-                    do = pout[ed]
+                    other = mate[x]
+                    di = x if x < nport else other
+                    do = other if x < nport else x
                     due[di] = -1.0
-                    other = do if (di == port or di == q) else di
                     fin = tl[di] + rem[d] / rate[d]
                     n_seg, finished, cdone = advance_flow(
                         d, np.inf if fin - t <= TIE * t else t - tl[di], t, rem, size,
@@ -1034,22 +1070,31 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
                     else:
                         owner[di] = -1
                         owner[do] = -1
-                        n_seg = emit(record, d, core[d], seg_start[d], t, rate[d],
-                                     seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg)
+                        if record:
+                            n_seg = emit(record, d, core[d], seg_start[d], t, rate[d],
+                                         seg_flow, seg_core, seg_t0, seg_t1, seg_rate,
+                                         n_seg)
+                            seg_start[d] = t
                         rate[d] = 0.0
-                        seg_start[d] = t
-                    hk, hp, hi, nh = _cursor(hk, hp, hi, nh, other, pos[d], qptr, qkey,
-                                             qlen)
+                    if nh == hk.shape[0]:
+                        hk, hp, hi = heap_grown(hk, hp, hi, nh)
+                    nh = _cursor_in(hk, hp, hi, nh, other, okey[x], qptr, qkey, qlen)
             owner[port] = g
             owner[q] = g
+            okey[port] = okey[q] = key
+            mate[port] = q
+            mate[q] = port
             rate[g] = core_cap[h]
-            seg_start[g] = t
+            if record:
+                seg_start[g] = t
             if pinned[g] < 0:
                 pinned[g] = h
             gi = pin[e]
             tl[gi] = t
             due[gi] = _due(g, t, rem, rate, size)
-            dk, dp, df, nd = heap_push(dk, dp, df, nd, due[gi], gi, g)
+            if nd == dk.shape[0]:
+                dk, dp, df = heap_grown(dk, dp, df, nd)
+            nd = heap_insert(dk, dp, df, nd, due[gi], gi, g)
         if coflow_done:  # a displaced flow's coflow completed
             reason = COFLOW_DONE
             break
