@@ -365,29 +365,40 @@ def rekey_pairs(flows, new_key, pos, pairs):
     pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, fkey = pairs
     n = flows.shape[0]
     touched = np.empty(n, dtype=np.int64)
-    old_head = np.empty(n, dtype=np.int64)
+    old_head = np.empty(n, dtype=np.int64)  # (-1 until read: keys are >= 0)
+    new_head = np.empty(n, dtype=np.bool_)
     moved = np.zeros(pin.shape[0], dtype=np.int64)  # per pair, its flows in ``flows``
+    slot = np.empty(pin.shape[0], dtype=np.int64)  # per pair, its index in ``touched``
     nt = 0
     for m in range(n):
         e = pair[flows[m]]
         if moved[e] == 0:
+            slot[e] = nt
             touched[nt] = e
-            old_head[nt] = fkey[phead[e]]
+            old_head[nt] = -1
             nt += 1
         moved[e] += 1
+    # (a pair's old head is read, and whether it changed decided, while its list is at
+    # hand: one pass over the pairs' lists)
     for m in range(n):
         f = flows[m]
         e = pair[f]
         if moved[e] <= FEW_MOVED:
-            _move_in_pair(f, new_key[m], pos, pflow, fkey, phead[e], pptr[e + 1])
+            x = slot[e]
+            lo = phead[e]
+            if old_head[x] < 0:
+                old_head[x] = fkey[lo]
+            _move_in_pair(f, new_key[m], pos, pflow, fkey, lo, pptr[e + 1])
+            new_head[x] = fkey[lo] != old_head[x]
         else:
             pos[f] = new_key[m]
     nc = 0
     for x in range(nt):
         e = touched[x]
-        lo = phead[e]
-        hi = pptr[e + 1]
         if moved[e] > FEW_MOVED:
+            lo = phead[e]
+            hi = pptr[e + 1]
+            old_head[x] = fkey[lo]
             seg = pflow[lo:hi].copy()
             keys = np.empty(hi - lo, dtype=np.int64)
             for j in range(hi - lo):
@@ -396,8 +407,9 @@ def rekey_pairs(flows, new_key, pos, pairs):
             for j in range(hi - lo):
                 pflow[lo + j] = seg[idx[j]]
                 fkey[lo + j] = keys[idx[j]]
+            new_head[x] = fkey[lo] != old_head[x]
         moved[e] = 0
-        if fkey[lo] != old_head[x]:
+        if new_head[x]:
             touched[nc] = e
             old_head[nc] = old_head[x]
             nc += 1
