@@ -862,6 +862,92 @@ def _greedy(owner, pos, pptr, pflow, phead, pin, pout, qlen, nport):
                 open_out -= 1
 
 
+@numba.njit(**LEAF)
+def _serve_cursors(t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, tl, due,
+                   pos, pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, nport,
+                   rem, size, sent, coflow, done, flow_completion, left, coflow_completion,
+                   rate, core, core_cap, pinned, stops, seg_start, record, seg_flow,
+                   seg_core, seg_t0, seg_t1, seg_rate, n_seg):
+    """:func:`run_matching`'s repair at time ``t``: the cursors of the heap ``hk, hp, hi``
+    in rank order, each starting the pair it reaches (displacing the holders of its
+    ports: their bytes up to ``t``, then a cursor on the port the new flow does not take)
+    with its entry on the due heap ``dk, dp, df``.
+
+    Returns ``(nh, nd, steps, n_seg, completed, coflow_done)``; ``nh > 0`` when a heap
+    has no room for what one more cursor may push: the caller grows it and calls again.
+    A function of its own, taking the heaps as arguments it never reassigns: in the
+    caller's loop, where a full heap is replaced by a longer one, every heap operation
+    cost atomic reference counts of the arrays (numba's pruning leaves them), a sixth
+    of the run on FB2010."""
+    ports_per_core = nport // core_cap.shape[0]
+    completed = False
+    coflow_done = False
+    while nh > 0:
+        if nh + 2 > hk.shape[0] or nd == dk.shape[0]:
+            break  # (one cursor pushes at most two more after its own pop, one due)
+        key, port, k, nh = heap_pop(hk, hp, hi, nh)
+        k, e, q, steps = _cursor_at(key, port, k, steps, owner, pos, pin, pout, qptr,
+                                    qpair, qkey, qlen, nport)
+        if e == SATURATED:
+            nh = 0  # no flow at or after `key` can get a port: every cursor dies
+            break
+        if e < 0:
+            if k >= 0:  # (room: it was popped)
+                nh = heap_insert(hk, hp, hi, nh, qkey[qptr[port] + k], port, k)
+            continue
+        g = pflow[phead[e]]
+        h = pin[e] // ports_per_core  # (the pair's core: ``core[g]``)
+        for x in (port, q):
+            d = owner[x]
+            if d >= 0 and rate[d] > 0.0:
+                # displaced: its bytes up to now, then it frees its ports; a cursor
+                # on the one g does not take
+                other = mate[x]
+                di = x if x < nport else other
+                do = other if x < nport else x
+                due[di] = -1.0
+                fin = tl[di] + rem[d] / rate[d]
+                n_seg, finished, cdone = advance_flow(
+                    d, np.inf if fin - t <= TIE * t else t - tl[di], t, rem, size,
+                    sent, coflow, done, flow_completion,
+                    left, coflow_completion, rate, core, seg_start, record, seg_flow,
+                    seg_core, seg_t0, seg_t1, seg_rate, n_seg)
+                if finished:
+                    # (it is due at this instant: it ends now; its pair's next flow
+                    # is ranked after g, so the entries that move in the port lists
+                    # are after the cursor's)
+                    _vacate(di, d, pos, pair, pptr, pflow, phead, pout, qptr, qpair,
+                            qkey, qlen, owner)
+                    if cdone:
+                        completed = True
+                        coflow_done = coflow_done or stops[coflow[d]]
+                else:
+                    owner[di] = -1
+                    owner[do] = -1
+                    if record:
+                        n_seg = emit(record, d, core[d], seg_start[d], t, rate[d],
+                                     seg_flow, seg_core, seg_t0, seg_t1, seg_rate,
+                                     n_seg)
+                        seg_start[d] = t
+                    rate[d] = 0.0
+                nh = _cursor_in(hk, hp, hi, nh, other, okey[x], qptr, qkey, qlen)
+        owner[port] = g
+        owner[q] = g
+        okey[port] = okey[q] = key
+        mate[port] = q
+        mate[q] = port
+        rate[g] = core_cap[h]
+        if record:
+            seg_start[g] = t
+        if pinned[g] < 0:
+            pinned[g] = h
+        gi = pin[e]
+        tl[gi] = t
+        due[gi] = _due(g, t, rem, rate, size)
+        nd = heap_insert(dk, dp, df, nd, due[gi], gi, g)
+    return nh, nd, steps, n_seg, completed, coflow_done
+
+
 @numba.njit(cache=True)
 def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
                  rem, rate, done, pinned, flow_completion, left, sent, byte_limit,
@@ -901,7 +987,6 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
     pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, _ = pairs
     cores = core_cap.shape[0]
     nport = owner.shape[0] // 2
-    ports_per_core = nport // cores
     hk = np.empty(1024, dtype=np.int64)
     hp = np.empty(1024, dtype=np.int64)
     hi = np.empty(1024, dtype=np.int64)
@@ -1042,71 +1127,21 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
             break
         # repair the matching, cursors in rank order
         steps = 0
-        while nh > 0:
-            key, port, k, nh = heap_pop(hk, hp, hi, nh)
-            k, e, q, steps = _cursor_at(key, port, k, steps, owner, pos, pin, pout, qptr,
-                                        qpair, qkey, qlen, nport)
-            if e == SATURATED:
-                nh = 0  # no flow at or after `key` can get a port: every cursor dies
+        while True:
+            nh, nd, steps, n_seg, c_any, c_stop = _serve_cursors(
+                t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, tl, due, pos,
+                pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, nport, rem,
+                size, sent, coflow, done, flow_completion, left, coflow_completion, rate,
+                core, core_cap, pinned, stops, seg_start, record, seg_flow, seg_core,
+                seg_t0, seg_t1, seg_rate, n_seg)
+            completed = completed or c_any
+            coflow_done = coflow_done or c_stop
+            if nh == 0:
                 break
-            if e < 0:
-                if k >= 0:  # (room: it was popped)
-                    nh = heap_insert(hk, hp, hi, nh, qkey[qptr[port] + k], port, k)
-                continue
-            g = pflow[phead[e]]
-            h = pin[e] // ports_per_core  # (the pair's core: ``core[g]``)
-            for x in (port, q):
-                d = owner[x]
-                if d >= 0 and rate[d] > 0.0:
-                    # displaced: its bytes up to now, then it frees its ports; a cursor
-                    # on the one g does not take
-                    other = mate[x]
-                    di = x if x < nport else other
-                    do = other if x < nport else x
-                    due[di] = -1.0
-                    fin = tl[di] + rem[d] / rate[d]
-                    n_seg, finished, cdone = advance_flow(
-                        d, np.inf if fin - t <= TIE * t else t - tl[di], t, rem, size,
-                        sent, coflow, done, flow_completion,
-                        left, coflow_completion, rate, core, seg_start, record, seg_flow,
-                        seg_core, seg_t0, seg_t1, seg_rate, n_seg)
-                    if finished:
-                        # (it is due at this instant: it ends now; its pair's next flow
-                        # is ranked after g, so the entries that move in the port lists
-                        # are after the cursor's)
-                        _vacate(di, d, pos, pair, pptr, pflow, phead, pout, qptr, qpair,
-                                qkey, qlen, owner)
-                        if cdone:
-                            completed = True
-                            coflow_done = coflow_done or stops[coflow[d]]
-                    else:
-                        owner[di] = -1
-                        owner[do] = -1
-                        if record:
-                            n_seg = emit(record, d, core[d], seg_start[d], t, rate[d],
-                                         seg_flow, seg_core, seg_t0, seg_t1, seg_rate,
-                                         n_seg)
-                            seg_start[d] = t
-                        rate[d] = 0.0
-                    if nh == hk.shape[0]:
-                        hk, hp, hi = heap_grown(hk, hp, hi, nh)
-                    nh = _cursor_in(hk, hp, hi, nh, other, okey[x], qptr, qkey, qlen)
-            owner[port] = g
-            owner[q] = g
-            okey[port] = okey[q] = key
-            mate[port] = q
-            mate[q] = port
-            rate[g] = core_cap[h]
-            if record:
-                seg_start[g] = t
-            if pinned[g] < 0:
-                pinned[g] = h
-            gi = pin[e]
-            tl[gi] = t
-            due[gi] = _due(g, t, rem, rate, size)
+            if nh + 2 > hk.shape[0]:
+                hk, hp, hi = heap_grown(hk, hp, hi, nh)
             if nd == dk.shape[0]:
                 dk, dp, df = heap_grown(dk, dp, df, nd)
-            nd = heap_insert(dk, dp, df, nd, due[gi], gi, g)
         if coflow_done:  # a displaced flow's coflow completed
             reason = COFLOW_DONE
             break
