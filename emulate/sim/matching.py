@@ -594,6 +594,8 @@ def _saturated(key, owner, qlen, pos, nport):
 
 #: :func:`_cursor_at`: no flow at or after the cursor's key can get a port
 SATURATED = -2
+#: :func:`_events`: a heap is full (the caller grows it and resumes)
+NEED_ROOM = -1
 
 
 @numba.njit(**LEAF)
@@ -874,11 +876,7 @@ def _serve_cursors(t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, 
     with its entry on the due heap ``dk, dp, df``.
 
     Returns ``(nh, nd, steps, n_seg, completed, coflow_done)``; ``nh > 0`` when a heap
-    has no room for what one more cursor may push: the caller grows it and calls again.
-    A function of its own, taking the heaps as arguments it never reassigns: in the
-    caller's loop, where a full heap is replaced by a longer one, every heap operation
-    cost atomic reference counts of the arrays (numba's pruning leaves them), a sixth
-    of the run on FB2010."""
+    has no room for what one more cursor may push (see :func:`_events`)."""
     ports_per_core = nport // core_cap.shape[0]
     completed = False
     coflow_done = False
@@ -948,6 +946,116 @@ def _serve_cursors(t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, 
     return nh, nd, steps, n_seg, completed, coflow_done
 
 
+@numba.njit(**LEAF)
+def _events(t, stop_time, resume, hk, hp, hi, nh, dk, dp, df, nd, steps, completed,
+            coflow_done, events, n_seg, owner, okey, mate, tl, due, stash, stash_fin, freed,
+            freed_after, pos, pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen,
+            nport, rem, size, sent, coflow, done, flow_completion, left, coflow_completion,
+            rate, core, core_cap, pinned, stops, has_limit, byte_limit, ctot, cpend, seen,
+            seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate):
+    """:func:`run_matching`'s events from ``t`` (its state in the arguments): returns
+    ``(t, reason, resume, nh, nd, steps, completed, coflow_done, events, n_seg)``.
+
+    ``reason`` :data:`NEED_ROOM`: the repair of the event at ``t`` stopped for a full
+    heap; the caller grows it and calls again with ``resume`` (the repair goes on).
+    The loop is a function of its own, taking the heaps as arguments it never
+    reassigns: in a loop where a full heap is replaced by a longer one, every heap
+    operation cost atomic reference counts of the arrays (numba's pruning leaves
+    them), a sixth of the run on FB2010. The cursor heap is empty at each event and at
+    least ``4 * nport`` long: the freed ports' cursors fit."""
+    sat = seg_flow.shape[0]
+    while True:
+        if not resume:
+            if record and n_seg + 4 * nport + 2 > sat:
+                return (t, SEG_FULL, False, nh, nd, steps, completed, coflow_done, events,
+                        n_seg)
+            # the next completion: the flows due before the earliest finish among them
+            best = np.inf
+            n_st = 0
+            while nd > 0 and dk[0] <= best:
+                key, p, f, nd = heap_pop(dk, dp, df, nd)
+                if owner[p] != f or due[p] != key:
+                    continue  # it stopped (or finished) since this entry was pushed
+                due[p] = -1.0
+                fin = tl[p] + rem[f] / rate[f]
+                if fin < best:
+                    best = fin
+                stash[n_st] = p
+                stash_fin[n_st] = fin
+                n_st += 1
+            clear = np.inf
+            if has_limit:
+                lim, clear = _limit_time(t, nport, owner, tl, rate, coflow, byte_limit, sent,
+                                         ctot, cpend, seen)
+                best = min(best, lim)
+            if best == np.inf and stop_time == np.inf:
+                return (t, COFLOW_DONE if completed else STUCK, False, nh, nd, steps,
+                        completed, coflow_done, events, n_seg)
+            events += 1
+            t_new = stop_time if best >= stop_time or joins_stop(best, stop_time,
+                                                                core_cap) else best
+            # (a stop a hair after ``best`` joins it: the flows due by then finish with it)
+            while nd > 0 and dk[0] <= t_new:
+                key, p, f, nd = heap_pop(dk, dp, df, nd)
+                if owner[p] == f and due[p] == key:
+                    due[p] = -1.0
+                    stash[n_st] = p
+                    stash_fin[n_st] = tl[p] + rem[f] / rate[f]
+                    n_st += 1
+            coflow_done = False
+            n_freed = 0
+            for x in range(n_st):
+                p = stash[x]
+                f = owner[p]
+                # the flows finishing at ``t_new`` send all they have left: ``t_new - tl``
+                # may round to less
+                n_seg, finished, cdone = advance_flow(
+                    f, np.inf if stash_fin[x] <= t_new else t_new - tl[p], t_new, rem, size,
+                    sent, coflow, done, flow_completion, left, coflow_completion, rate, core,
+                    seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg)
+                tl[p] = t_new
+                if not finished:
+                    due[p] = _due(f, t_new, rem, rate, size)
+                    nd = heap_insert(dk, dp, df, nd, due[p], p, f)  # (room: it was popped)
+                    continue
+                n_freed = _vacate_into(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair,
+                                       qkey, qlen, owner, freed, freed_after, n_freed)
+                if cdone:
+                    completed = True
+                    coflow_done = coflow_done or stops[coflow[f]]
+            t = t_new
+            # (before ``clear`` no coflow can have come near its limit: no scan)
+            limit_hit = has_limit and t >= clear and _limit_time(
+                t, nport, owner, tl, rate, coflow, byte_limit, sent, ctot, cpend,
+                seen)[0] <= t
+            # cursors on the freed ports (after every list is up to date)
+            for m in range(n_freed):  # (room: the heap is empty, 4 * nport long)
+                nh = _cursor_in(hk, hp, hi, nh, freed[m], freed_after[m], qptr, qkey, qlen)
+            if coflow_done or limit_hit or t >= stop_time:
+                # (at the stop time the next plan decides what starts now: nothing is pinned
+                # before it sends)
+                reason = (COFLOW_DONE if coflow_done else BYTE_LIMIT if limit_hit
+                          else STOP_TIME)
+                return (t, reason, False, nh, nd, steps, completed, coflow_done, events,
+                        n_seg)
+            # repair the matching, cursors in rank order
+            steps = 0
+        resume = False
+        nh, nd, steps, n_seg, c_any, c_stop = _serve_cursors(
+            t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, tl, due, pos,
+            pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, nport, rem, size,
+            sent, coflow, done, flow_completion, left, coflow_completion, rate, core,
+            core_cap, pinned, stops, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
+            seg_rate, n_seg)
+        completed = completed or c_any
+        coflow_done = coflow_done or c_stop
+        if nh > 0:
+            return t, NEED_ROOM, True, nh, nd, steps, completed, coflow_done, events, n_seg
+        if coflow_done:  # a displaced flow's coflow completed
+            return (t, COFLOW_DONE, False, nh, nd, steps, completed, coflow_done, events,
+                    n_seg)
+
+
 @numba.njit(cache=True)
 def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
                  rem, rate, done, pinned, flow_completion, left, sent, byte_limit,
@@ -987,15 +1095,14 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
     pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, _ = pairs
     cores = core_cap.shape[0]
     nport = owner.shape[0] // 2
-    hk = np.empty(1024, dtype=np.int64)
-    hp = np.empty(1024, dtype=np.int64)
-    hi = np.empty(1024, dtype=np.int64)
+    hk = np.empty(max(1024, 4 * nport), dtype=np.int64)
+    hp = np.empty(hk.shape[0], dtype=np.int64)
+    hi = np.empty(hk.shape[0], dtype=np.int64)
     completed = False  # a coflow completed (nothing left to send then is no deadlock)
     nh = 0
     ctot = np.zeros(byte_limit.shape[0])
     cpend = np.zeros(byte_limit.shape[0] if has_limit else 0)
     seen = np.empty(nport if has_limit else 0, dtype=np.int64)
-    seg_cap = seg_flow.shape[0]
     events = 0
     freed = np.empty(2 * nport, dtype=np.int64)
     freed_after = np.empty(2 * nport, dtype=np.int64)
@@ -1052,99 +1159,23 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
             tl[p] = t
             due[p] = _due(f, t, rem, rate, size)
             dk, dp, df, nd = heap_push(dk, dp, df, nd, due[p], p, f)
-    reason = STOP_TIME
+    resume = False
+    steps = 0
+    coflow_done = False
     while True:
-        if record and n_seg + 4 * nport + 2 > seg_cap:
-            reason = SEG_FULL
+        t, reason, resume, nh, nd, steps, completed, coflow_done, events, n_seg = _events(
+            t, stop_time, resume, hk, hp, hi, nh, dk, dp, df, nd, steps, completed,
+            coflow_done, events, n_seg, owner, okey, mate, tl, due, stash, stash_fin, freed,
+            freed_after, pos, pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen,
+            nport, rem, size, sent, coflow, done, flow_completion, left, coflow_completion,
+            rate, core, core_cap, pinned, stops, has_limit, byte_limit, ctot, cpend, seen,
+            seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate)
+        if reason != NEED_ROOM:
             break
-        # the next completion: the flows due before the earliest finish among them
-        best = np.inf
-        n_st = 0
-        while nd > 0 and dk[0] <= best:
-            key, p, f, nd = heap_pop(dk, dp, df, nd)
-            if owner[p] != f or due[p] != key:
-                continue  # it stopped (or finished) since this entry was pushed
-            due[p] = -1.0
-            fin = tl[p] + rem[f] / rate[f]
-            if fin < best:
-                best = fin
-            stash[n_st] = p
-            stash_fin[n_st] = fin
-            n_st += 1
-        clear = np.inf
-        if has_limit:
-            lim, clear = _limit_time(t, nport, owner, tl, rate, coflow, byte_limit, sent,
-                                     ctot, cpend, seen)
-            best = min(best, lim)
-        if best == np.inf and stop_time == np.inf:
-            reason = COFLOW_DONE if completed else STUCK
-            break
-        events += 1
-        t_new = stop_time if best >= stop_time or joins_stop(best, stop_time,
-                                                            core_cap) else best
-        # (a stop a hair after ``best`` joins it: the flows due by then finish with it)
-        while nd > 0 and dk[0] <= t_new:
-            key, p, f, nd = heap_pop(dk, dp, df, nd)
-            if owner[p] == f and due[p] == key:
-                due[p] = -1.0
-                stash[n_st] = p
-                stash_fin[n_st] = tl[p] + rem[f] / rate[f]
-                n_st += 1
-        coflow_done = False
-        n_freed = 0
-        for x in range(n_st):
-            p = stash[x]
-            f = owner[p]
-            # the flows finishing at ``t_new`` send all they have left: ``t_new - tl``
-            # may round to less
-            n_seg, finished, cdone = advance_flow(
-                f, np.inf if stash_fin[x] <= t_new else t_new - tl[p], t_new, rem, size,
-                sent, coflow, done, flow_completion, left, coflow_completion, rate, core,
-                seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg)
-            tl[p] = t_new
-            if not finished:
-                due[p] = _due(f, t_new, rem, rate, size)
-                nd = heap_insert(dk, dp, df, nd, due[p], p, f)  # (room: it was popped)
-                continue
-            n_freed = _vacate_into(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair,
-                                   qkey, qlen, owner, freed, freed_after, n_freed)
-            if cdone:
-                completed = True
-                coflow_done = coflow_done or stops[coflow[f]]
-        t = t_new
-        # (before ``clear`` no coflow can have come near its limit: no scan)
-        limit_hit = has_limit and t >= clear and _limit_time(
-            t, nport, owner, tl, rate, coflow, byte_limit, sent, ctot, cpend, seen)[0] <= t
-        # cursors on the freed ports (after every list is up to date)
-        for m in range(n_freed):
-            if nh == hk.shape[0]:
-                hk, hp, hi = heap_grown(hk, hp, hi, nh)
-            nh = _cursor_in(hk, hp, hi, nh, freed[m], freed_after[m], qptr, qkey, qlen)
-        if coflow_done or limit_hit or t >= stop_time:
-            # (at the stop time the next plan decides what starts now: nothing is pinned
-            # before it sends)
-            reason = COFLOW_DONE if coflow_done else BYTE_LIMIT if limit_hit else STOP_TIME
-            break
-        # repair the matching, cursors in rank order
-        steps = 0
-        while True:
-            nh, nd, steps, n_seg, c_any, c_stop = _serve_cursors(
-                t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, tl, due, pos,
-                pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, nport, rem,
-                size, sent, coflow, done, flow_completion, left, coflow_completion, rate,
-                core, core_cap, pinned, stops, seg_start, record, seg_flow, seg_core,
-                seg_t0, seg_t1, seg_rate, n_seg)
-            completed = completed or c_any
-            coflow_done = coflow_done or c_stop
-            if nh == 0:
-                break
-            if nh + 2 > hk.shape[0]:
-                hk, hp, hi = heap_grown(hk, hp, hi, nh)
-            if nd == dk.shape[0]:
-                dk, dp, df = heap_grown(dk, dp, df, nd)
-        if coflow_done:  # a displaced flow's coflow completed
-            reason = COFLOW_DONE
-            break
+        if nh + 2 > hk.shape[0]:
+            hk, hp, hi = heap_grown(hk, hp, hi, nh)
+        if nd == dk.shape[0]:
+            dk, dp, df = heap_grown(dk, dp, df, nd)
     # the cursors not processed: their ports are free, not repaired
     for x in range(nh):
         pend_port[n_pend] = hp[x]
