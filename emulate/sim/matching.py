@@ -772,12 +772,13 @@ LIMIT_CLEAR = 1e-9
 
 
 @numba.njit(**LEAF)
-def _limit_time(t, nport, owner, tl, rate, coflow, byte_limit, sent, ctot, cpend, seen):
+def _limit_time(t, nport, owner, tl, orate, ocof, byte_limit, sent, ctot, cpend, seen):
     """``(when, clear)``: the earliest time (``t`` or after) at which a coflow with a byte
     limit reaches it (to 1e-12 of it), given the sending flows (the holders of the input
-    ports, whose bytes since ``tl`` of their port are not in ``sent`` yet), inf if none
-    will; and the time at which the first of them comes within :data:`LIMIT_CLEAR` of
-    its limit (``t`` if one is already).
+    ports, whose bytes since ``tl`` of their port are not in ``sent`` yet; their rates
+    and coflows are ``orate`` and ``ocof`` of the port, read there rather than at random
+    in the arrays of every flow), inf if none will; and the time at which the first of
+    them comes within :data:`LIMIT_CLEAR` of its limit (``t`` if one is already).
 
     Before ``clear``, with these flows or some of them sending, no coflow is within that
     margin of its limit: a scan then finds no limit reached, whatever order its sums
@@ -785,15 +786,14 @@ def _limit_time(t, nport, owner, tl, rate, coflow, byte_limit, sent, ctot, cpend
     ``cpend`` are per-coflow scratch, left zeroed; ``seen`` scratch of ``nport``."""
     n = 0
     for p in range(nport):
-        f = owner[p]
-        if f >= 0:
-            k = coflow[f]
+        if owner[p] >= 0:
+            k = ocof[p]
             if byte_limit[k] < np.inf:
                 if ctot[k] == 0.0:
                     seen[n] = k
                     n += 1
-                ctot[k] += rate[f]
-                cpend[k] += rate[f] * (t - tl[p])
+                ctot[k] += orate[p]
+                cpend[k] += orate[p] * (t - tl[p])
     out = np.inf
     clear = np.inf
     for x in range(n):
@@ -865,11 +865,11 @@ def _greedy(owner, pos, pptr, pflow, phead, pin, pout, qlen, nport):
 
 
 @numba.njit(**LEAF)
-def _serve_cursors(t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, tl, due,
-                   pos, pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, nport,
-                   rem, size, sent, coflow, done, flow_completion, left, coflow_completion,
-                   rate, core, core_cap, pinned, stops, seg_start, record, seg_flow,
-                   seg_core, seg_t0, seg_t1, seg_rate, n_seg):
+def _serve_cursors(t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, orate,
+                   ocof, tl, due, pos, pair, pptr, pflow, phead, pin, pout, qptr, qpair,
+                   qkey, qlen, nport, rem, size, sent, coflow, done, flow_completion, left,
+                   coflow_completion, rate, core, core_cap, pinned, stops, seg_start,
+                   record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg):
     """:func:`run_matching`'s repair at time ``t``: the cursors of the heap ``hk, hp, hi``
     in rank order, each starting the pair it reaches (displacing the holders of its
     ports: their bytes up to ``t``, then a cursor on the port the new flow does not take)
@@ -940,6 +940,8 @@ def _serve_cursors(t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, 
         if pinned[g] < 0:
             pinned[g] = h
         gi = pin[e]
+        orate[gi] = core_cap[h]
+        ocof[gi] = coflow[g]
         tl[gi] = t
         due[gi] = _due(g, t, rem, rate, size)
         nd = heap_insert(dk, dp, df, nd, due[gi], gi, g)
@@ -948,11 +950,12 @@ def _serve_cursors(t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, 
 
 @numba.njit(**LEAF)
 def _events(t, stop_time, resume, hk, hp, hi, nh, dk, dp, df, nd, steps, completed,
-            coflow_done, events, n_seg, owner, okey, mate, tl, due, stash, stash_fin, freed,
-            freed_after, pos, pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen,
-            nport, rem, size, sent, coflow, done, flow_completion, left, coflow_completion,
-            rate, core, core_cap, pinned, stops, has_limit, byte_limit, ctot, cpend, seen,
-            seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate):
+            coflow_done, events, n_seg, owner, okey, mate, orate, ocof, tl, due, stash,
+            stash_fin, freed, freed_after, pos, pair, pptr, pflow, phead, pin, pout, qptr,
+            qpair, qkey, qlen, nport, rem, size, sent, coflow, done, flow_completion, left,
+            coflow_completion, rate, core, core_cap, pinned, stops, has_limit, byte_limit,
+            ctot, cpend, seen, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
+            seg_rate):
     """:func:`run_matching`'s events from ``t`` (its state in the arguments): returns
     ``(t, reason, resume, nh, nd, steps, completed, coflow_done, events, n_seg)``.
 
@@ -985,7 +988,7 @@ def _events(t, stop_time, resume, hk, hp, hi, nh, dk, dp, df, nd, steps, complet
                 n_st += 1
             clear = np.inf
             if has_limit:
-                lim, clear = _limit_time(t, nport, owner, tl, rate, coflow, byte_limit, sent,
+                lim, clear = _limit_time(t, nport, owner, tl, orate, ocof, byte_limit, sent,
                                          ctot, cpend, seen)
                 best = min(best, lim)
             if best == np.inf and stop_time == np.inf:
@@ -1026,7 +1029,7 @@ def _events(t, stop_time, resume, hk, hp, hi, nh, dk, dp, df, nd, steps, complet
             t = t_new
             # (before ``clear`` no coflow can have come near its limit: no scan)
             limit_hit = has_limit and t >= clear and _limit_time(
-                t, nport, owner, tl, rate, coflow, byte_limit, sent, ctot, cpend,
+                t, nport, owner, tl, orate, ocof, byte_limit, sent, ctot, cpend,
                 seen)[0] <= t
             # cursors on the freed ports (after every list is up to date)
             for m in range(n_freed):  # (room: the heap is empty, 4 * nport long)
@@ -1042,11 +1045,11 @@ def _events(t, stop_time, resume, hk, hp, hi, nh, dk, dp, df, nd, steps, complet
             steps = 0
         resume = False
         nh, nd, steps, n_seg, c_any, c_stop = _serve_cursors(
-            t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, tl, due, pos,
-            pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, nport, rem, size,
-            sent, coflow, done, flow_completion, left, coflow_completion, rate, core,
-            core_cap, pinned, stops, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
-            seg_rate, n_seg)
+            t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, orate, ocof, tl,
+            due, pos, pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, nport,
+            rem, size, sent, coflow, done, flow_completion, left, coflow_completion, rate,
+            core, core_cap, pinned, stops, seg_start, record, seg_flow, seg_core, seg_t0,
+            seg_t1, seg_rate, n_seg)
         completed = completed or c_any
         coflow_done = coflow_done or c_stop
         if nh > 0:
@@ -1129,6 +1132,8 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
     # instead of the flow's own entries, at random in arrays of every flow)
     okey = np.empty(2 * nport, dtype=np.int64)
     mate = np.empty(2 * nport, dtype=np.int64)
+    orate = np.empty(nport)  # (and per input port its holder's rate and coflow)
+    ocof = np.empty(nport, dtype=np.int64)
     for p in range(nport):
         f = owner[p]
         if f >= 0:
@@ -1156,6 +1161,8 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
                 seg_start[f] = t
             if pinned[f] < 0:
                 pinned[f] = core[f]
+            orate[p] = r
+            ocof[p] = coflow[f]
             tl[p] = t
             due[p] = _due(f, t, rem, rate, size)
             dk, dp, df, nd = heap_push(dk, dp, df, nd, due[p], p, f)
@@ -1165,11 +1172,12 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
     while True:
         t, reason, resume, nh, nd, steps, completed, coflow_done, events, n_seg = _events(
             t, stop_time, resume, hk, hp, hi, nh, dk, dp, df, nd, steps, completed,
-            coflow_done, events, n_seg, owner, okey, mate, tl, due, stash, stash_fin, freed,
-            freed_after, pos, pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen,
-            nport, rem, size, sent, coflow, done, flow_completion, left, coflow_completion,
-            rate, core, core_cap, pinned, stops, has_limit, byte_limit, ctot, cpend, seen,
-            seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate)
+            coflow_done, events, n_seg, owner, okey, mate, orate, ocof, tl, due, stash,
+            stash_fin, freed, freed_after, pos, pair, pptr, pflow, phead, pin, pout, qptr,
+            qpair, qkey, qlen, nport, rem, size, sent, coflow, done, flow_completion, left,
+            coflow_completion, rate, core, core_cap, pinned, stops, has_limit, byte_limit,
+            ctot, cpend, seen, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
+            seg_rate)
         if reason != NEED_ROOM:
             break
         if nh + 2 > hk.shape[0]:
