@@ -1,5 +1,6 @@
 """The kept greedy matching of emulate.sim.matching: repaired by cursors after its pairs'
-head keys change (rekey_pairs) or its heads finish, it is the matching built from scratch.
+head keys change (rekey_pairs) or its heads finish, it is the matching built from scratch;
+and the byte-limit scan's ``clear`` time, before which the engine skips the scan.
 
 The simulator-level counterpart (a whole aalo run with the matching kept across plans
 against the same run rebuilding it at every plan) is in test_simulator.py.
@@ -10,8 +11,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from emulate.sim.matching import (NO_KEY, _greedy, _repair, _repair_cursors, _vacate,
-                                  matching_pairs, rekey_pairs)
+from emulate.sim.matching import (NO_KEY, _greedy, _limit_time, _repair, _repair_cursors,
+                                  _vacate, matching_pairs, rekey_pairs)
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -56,7 +57,7 @@ def _build(ports, cores, n_coflows, flows):
 
 
 def _greedy_of(pos, pairs, nport):
-    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pairs
+    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, fkey = pairs
     owner = np.full(2 * nport, -1, dtype=np.int64)
     _greedy(owner, pos, pptr, pflow, phead, pin, pout, qlen, nport)
     return owner
@@ -76,7 +77,7 @@ def _brute_greedy(pos, pairs, nport):
 
 
 def _repaired(owner, pos, pairs, nport, changed, changed_old, pend_port, pend_after):
-    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pairs
+    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, fkey = pairs
     owner = owner.copy()
     hk, hp, hi = (np.empty(4, dtype=np.int64) for _ in range(3))  # (grown as needed)
     hk, hp, hi, nh = _repair_cursors(hk, hp, hi, owner, pos, pair, pptr, pflow, phead, pin,
@@ -92,7 +93,7 @@ def _repaired(owner, pos, pairs, nport, changed, changed_old, pend_port, pend_af
 def test_repaired_matching_after_heads_finish_and_coflows_move_is_the_greedy_one(case):
     ports, cores, n_coflows, flows, moved, new_label, finished = case
     coflow, pos, within, width, nport, pairs = _build(ports, cores, n_coflows, flows)
-    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pairs
+    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, fkey = pairs
     owner = _greedy_of(pos, pairs, nport)
     assert np.array_equal(owner, _brute_greedy(pos, pairs, nport))
     # some matched heads finish: their ports are left free, to repair (as a run that
@@ -114,7 +115,9 @@ def test_repaired_matching_after_heads_finish_and_coflows_move_is_the_greedy_one
     new_key = np.array([(2 * new_label[coflow[f]] + 1) * width + within[f]
                         for f in mv], dtype=np.int64)
     changed, changed_old = rekey_pairs(mv, new_key, pos, pairs)
-    # the lists stay sorted, each pair's flows by key, each port's pairs by head key
+    # the lists stay sorted, each pair's flows by key (their keys beside them), each
+    # port's pairs by head key
+    assert np.array_equal(fkey, pos[pflow])
     for e in range(len(pin)):
         keys = pos[pflow[phead[e]:pptr[e + 1]]]
         assert np.all(np.diff(keys) > 0)
@@ -125,3 +128,45 @@ def test_repaired_matching_after_heads_finish_and_coflows_move_is_the_greedy_one
     assert np.array_equal(got, _brute_greedy(pos, pairs, nport))
     assert np.array_equal(got, _greedy_of(pos, pairs, nport))
     assert NO_KEY > pos.max()
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(n_ports=st.integers(1, 6), n_coflows=st.integers(1, 3), data=st.data())
+def test_no_byte_limit_is_reached_before_the_scan_s_clear_time(n_ports, n_coflows, data):
+    """``_limit_time``'s ``clear``: a scan at any time before it, after the sending flows
+    advanced there (some finishing, their bytes added in another order), finds no limit
+    reached, so the engine may skip it; and it is no later than the crossing time."""
+    ints = st.integers(0, n_coflows - 1)
+    coflow = np.array(data.draw(st.lists(ints, min_size=n_ports, max_size=n_ports)),
+                      dtype=np.int64)
+    rate = np.array(data.draw(st.lists(st.sampled_from([1.0, 3.0, 1048576.0, 1e9]),
+                                       min_size=n_ports, max_size=n_ports)))
+    sending = data.draw(st.lists(st.booleans(), min_size=n_ports, max_size=n_ports))
+    owner = np.array([p if sending[p] else -1 for p in range(n_ports)], dtype=np.int64)
+    limit = np.array(data.draw(st.lists(st.sampled_from([10.0, 1048576.0 * 10, 1e12, np.inf]),
+                                        min_size=n_coflows, max_size=n_coflows)))
+    t = data.draw(st.sampled_from([0.0, 1.0, 12345.678]))
+    tl = np.array(data.draw(st.lists(st.floats(0.0, 1.0), min_size=n_ports,
+                                     max_size=n_ports))) * t
+    frac = data.draw(st.floats(0.0, 1.0))
+    sent = np.array([0.0 if not np.isfinite(b) else b * frac for b in limit])
+    ctot, cpend = np.zeros(n_coflows), np.zeros(n_coflows)
+    seen = np.empty(n_ports, dtype=np.int64)
+    args = (rate, coflow, limit)
+    out, clear = _limit_time(t, n_ports, owner, tl, *args, sent, ctot, cpend, seen)
+    assert clear <= out
+    if not np.isfinite(clear) or clear <= t:
+        return
+    # advance every sending flow to a time before ``clear``, in a drawn order, some
+    # stopping there
+    t2 = t + (clear - t) * data.draw(st.floats(0.0, 1.0, exclude_max=True))
+    if t2 >= clear:
+        return  # (rounded up to it: the engine scans there)
+    sent2 = sent.copy()
+    for p in data.draw(st.permutations([p for p in range(n_ports) if sending[p]])):
+        sent2[coflow[p]] += rate[p] * (t2 - tl[p])
+    owner2 = owner.copy()
+    owner2[data.draw(st.lists(st.integers(0, n_ports - 1), max_size=n_ports))] = -1
+    tl2 = np.full(n_ports, t2)
+    out2, _ = _limit_time(t2, n_ports, owner2, tl2, *args, sent2, ctot, cpend, seen)
+    assert out2 > t2

@@ -24,7 +24,9 @@ returns, and the next completion comes from a heap of the sending flows' due tim
 :mod:`emulate.sim.capped`), so the flows whose rate stays the same are not touched. (On
 FB2010 tiled ``k`` times on disjoint ports, scanning every port at every event made the
 matching's time grow as ``k**2``.) Plans with byte limits (``aalo``) still scan the
-sending flows at each event for the limits' crossing times.
+sending flows once an event for the limits' crossing times; the scan after the event,
+which tells whether a limit was reached, runs only once a coflow may have come near its
+limit (:func:`_limit_time`'s ``clear``).
 
 Written twice on purpose: the advance of a flow that does not finish in a step (its
 remaining bytes down, its coflow's bytes sent up) is inlined in the simulator's own
@@ -53,14 +55,24 @@ def heap_push(hk, hp, hi, n, key, port, idx):
 
     Keys may be integers (rank positions) or floats (fair-share levels)."""
     if n == hk.shape[0]:
-        nk = np.empty(2 * n, dtype=hk.dtype)
-        npp = np.empty(2 * n, dtype=np.int64)
-        ni = np.empty(2 * n, dtype=np.int64)
-        nk[:n] = hk
-        npp[:n] = hp
-        ni[:n] = hi
-        hk, hp, hi = nk, npp, ni
+        hk, hp, hi = heap_grown(hk, hp, hi, n)
     return hk, hp, hi, heap_insert(hk, hp, hi, n, key, port, idx)
+
+
+@numba.njit(cache=True)
+def heap_grown(hk, hp, hi, n):
+    """The heap's arrays, twice as long (its ``n`` entries copied).
+
+    A hot loop pushes with :func:`heap_insert` and calls this only when the heap is full:
+    reassigning the arrays costs atomic reference counts, which the loop then pays only
+    in that branch (and :func:`heap_push` returns the arrays at every push)."""
+    nk = np.empty(2 * n, dtype=hk.dtype)
+    npp = np.empty(2 * n, dtype=np.int64)
+    ni = np.empty(2 * n, dtype=np.int64)
+    nk[:n] = hk[:n]
+    npp[:n] = hp[:n]
+    ni[:n] = hi[:n]
+    return nk, npp, ni
 
 
 @numba.njit(**LEAF)
@@ -223,8 +235,9 @@ def advance_flow(f, dt, t_new, rem, size, sent, coflow, done, flow_completion, l
     rem[f] = 0.0
     done[f] = True
     flow_completion[f] = t_new
-    n_seg = emit(record, f, core[f], seg_start[f], t_new, r, seg_flow, seg_core, seg_t0,
-                 seg_t1, seg_rate, n_seg)
+    if record:  # (not otherwise: two reads at random fewer)
+        n_seg = emit(record, f, core[f], seg_start[f], t_new, r, seg_flow, seg_core,
+                     seg_t0, seg_t1, seg_rate, n_seg)
     rate[f] = 0.0
     left[k] -= 1
     if left[k] == 0:
@@ -308,16 +321,21 @@ NO_KEY = 1 << 62
 def matching_pairs(order, key, src, dst, core, ports, nport, pair_map, pair_of):
     """The pair lists :func:`run_matching` takes for the flows of ``order`` (by rank),
     whose rank keys are ``key[order]`` (increasing): :func:`pair_lists`, with flows
-    instead of positions (``pflow``), keys instead of positions (``qkey``), and
-    ``pair_of`` (per flow, filled for the flows of ``order``) as ``pair``."""
+    instead of positions (``pflow``), keys instead of positions (``qkey``),
+    ``pair_of`` (per flow, filled for the flows of ``order``) as ``pair``, and ``fkey``
+    beside ``pflow``: the key of each of its flows (``key[pflow]``, kept so by
+    :func:`rekey_pairs`), so that searching and shifting a pair's flows by key reads
+    one array in order instead of ``key`` at random."""
     pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pair_lists(
         order, src, dst, core, ports, nport, pair_map)
+    fkey = np.empty(order.shape[0], dtype=np.int64)
     for m in range(order.shape[0]):
         pair_of[order[m]] = pair[m]
         pflow[m] = order[pflow[m]]
+        fkey[m] = key[pflow[m]]
     for x in range(qkey.shape[0]):
         qkey[x] = key[order[qkey[x]]]
-    return pair_of, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen
+    return pair_of, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, fkey
 
 
 @numba.njit(cache=True)
@@ -341,35 +359,46 @@ def rekey_pairs(flows, new_key, pos, pairs):
     """The flows ``flows`` (not done, in the pair lists ``pairs``) take the rank keys
     ``new_key``: ``pos`` and the lists follow (each pair's flows left sorted by key, each
     port's pairs by their head's key), for work in proportion to the pairs they are in
-    and the flows they pass in them. Keys stay distinct. Returns ``(changed, old)``: the
-    pairs whose head's key changed and those old keys (what :func:`run_matching` repairs
-    a kept matching around)."""
-    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pairs
+    and the flows they pass in them (their keys read from ``fkey``, beside them). Keys
+    stay distinct. Returns ``(changed, old)``: the pairs whose head's key changed and
+    those old keys (what :func:`run_matching` repairs a kept matching around)."""
+    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, fkey = pairs
     n = flows.shape[0]
     touched = np.empty(n, dtype=np.int64)
-    old_head = np.empty(n, dtype=np.int64)
+    old_head = np.empty(n, dtype=np.int64)  # (-1 until read: keys are >= 0)
+    new_head = np.empty(n, dtype=np.bool_)
     moved = np.zeros(pin.shape[0], dtype=np.int64)  # per pair, its flows in ``flows``
+    slot = np.empty(pin.shape[0], dtype=np.int64)  # per pair, its index in ``touched``
     nt = 0
     for m in range(n):
         e = pair[flows[m]]
         if moved[e] == 0:
+            slot[e] = nt
             touched[nt] = e
-            old_head[nt] = pos[pflow[phead[e]]]
+            old_head[nt] = -1
             nt += 1
         moved[e] += 1
+    # (a pair's old head is read, and whether it changed decided, while its list is at
+    # hand: one pass over the pairs' lists)
     for m in range(n):
         f = flows[m]
         e = pair[f]
         if moved[e] <= FEW_MOVED:
-            _move_in_pair(f, new_key[m], pos, pflow, phead[e], pptr[e + 1])
+            x = slot[e]
+            lo = phead[e]
+            if old_head[x] < 0:
+                old_head[x] = fkey[lo]
+            _move_in_pair(f, new_key[m], pos, pflow, fkey, lo, pptr[e + 1])
+            new_head[x] = fkey[lo] != old_head[x]
         else:
             pos[f] = new_key[m]
     nc = 0
     for x in range(nt):
         e = touched[x]
-        lo = phead[e]
-        hi = pptr[e + 1]
         if moved[e] > FEW_MOVED:
+            lo = phead[e]
+            hi = pptr[e + 1]
+            old_head[x] = fkey[lo]
             seg = pflow[lo:hi].copy()
             keys = np.empty(hi - lo, dtype=np.int64)
             for j in range(hi - lo):
@@ -377,17 +406,19 @@ def rekey_pairs(flows, new_key, pos, pairs):
             idx = np.argsort(keys)
             for j in range(hi - lo):
                 pflow[lo + j] = seg[idx[j]]
+                fkey[lo + j] = keys[idx[j]]
+            new_head[x] = fkey[lo] != old_head[x]
         moved[e] = 0
-        if pos[pflow[lo]] != old_head[x]:
+        if new_head[x]:
             touched[nc] = e
             old_head[nc] = old_head[x]
             nc += 1
-    _requeue_all(touched[:nc], pos, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, moved)
+    _requeue_all(touched[:nc], fkey, phead, pin, pout, qptr, qpair, qkey, qlen, moved)
     return touched[:nc], old_head[:nc]
 
 
 @numba.njit(cache=True)
-def _requeue_all(changed, pos, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, mark):
+def _requeue_all(changed, fkey, phead, pin, pout, qptr, qpair, qkey, qlen, mark):
     """The pairs ``changed`` have new head keys: the pair list of each port they are in
     is sorted again by one merge (its other pairs stay in order), for work in proportion
     to the lists touched rather than to how far each head moved in them. ``mark`` is
@@ -397,7 +428,7 @@ def _requeue_all(changed, pos, pflow, phead, pin, pout, qptr, qpair, qkey, qlen,
         return
     nk = np.empty(c, dtype=np.int64)
     for x in range(c):
-        nk[x] = pos[pflow[phead[changed[x]]]]
+        nk[x] = fkey[phead[changed[x]]]
     by_key = np.argsort(nk)
     nport2 = qptr.shape[0] - 1
     cnt = np.zeros(nport2 + 1, dtype=np.int64)
@@ -445,31 +476,35 @@ def _requeue_all(changed, pos, pflow, phead, pin, pout, qptr, qpair, qkey, qlen,
 
 
 @numba.njit(**LEAF)
-def _move_in_pair(f, key, pos, pflow, lo, hi):
-    """Flow ``f``, in ``pflow[lo:hi]`` (sorted by ``pos``, ties adjacent), takes rank key
-    ``key``: it moves to its place, the flows it passes shift by one."""
+def _move_in_pair(f, key, pos, pflow, fkey, lo, hi):
+    """Flow ``f``, in ``pflow[lo:hi]`` (sorted by their keys ``fkey[lo:hi]``), takes rank
+    key ``key``: it moves to its place, the flows it passes shift by one (with their
+    keys)."""
     old = pos[f]
     a = lo
     b = hi
     while a < b:  # the first flow keyed at or after ``old``
         mid = (a + b) // 2
-        if pos[pflow[mid]] < old:
+        if fkey[mid] < old:
             a = mid + 1
         else:
             b = mid
     j = a
-    while pflow[j] != f:  # (a flow moved before it may hold its old key for now)
+    while pflow[j] != f:  # (keys are distinct: the first is ``f``)
         j += 1
     pos[f] = key
     if key > old:
-        while j + 1 < hi and pos[pflow[j + 1]] < key:
+        while j + 1 < hi and fkey[j + 1] < key:
             pflow[j] = pflow[j + 1]
+            fkey[j] = fkey[j + 1]
             j += 1
     else:
-        while j > lo and pos[pflow[j - 1]] > key:
+        while j > lo and fkey[j - 1] > key:
             pflow[j] = pflow[j - 1]
+            fkey[j] = fkey[j - 1]
             j -= 1
     pflow[j] = f
+    fkey[j] = key
 
 
 @numba.njit(**LEAF)
@@ -517,11 +552,27 @@ def _walk(port, k, limit, nport, qptr, qpair, qkey, qlen, pin, pout, owner, pos)
 @numba.njit(cache=True, inline="always")
 def _cursor(hk, hp, hi, nh, port, after, qptr, qkey, qlen):
     """Push a cursor on ``port`` at its first pair whose head is positioned after ``after``."""
+    if nh == hk.shape[0]:
+        hk, hp, hi = heap_grown(hk, hp, hi, nh)
+    return hk, hp, hi, _cursor_in(hk, hp, hi, nh, port, after, qptr, qkey, qlen)
+
+
+@numba.njit(**LEAF)
+def _cursor_in(hk, hp, hi, nh, port, after, qptr, qkey, qlen):
+    """:func:`_cursor` on a heap with room for it; returns the new size."""
     lo = qptr[port]
-    k = np.searchsorted(qkey[lo:lo + qlen[port]], after, side="right")
-    if k < qlen[port]:
-        hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[lo + k], port, k)
-    return hk, hp, hi, nh
+    n = qlen[port]
+    a = 0
+    b = n
+    while a < b:  # the first entry keyed after ``after``
+        mid = (a + b) // 2
+        if qkey[lo + mid] <= after:
+            a = mid + 1
+        else:
+            b = mid
+    if a < n:
+        return heap_insert(hk, hp, hi, nh, qkey[lo + a], port, a)
+    return nh
 
 
 @numba.njit(**LEAF)
@@ -543,6 +594,8 @@ def _saturated(key, owner, qlen, pos, nport):
 
 #: :func:`_cursor_at`: no flow at or after the cursor's key can get a port
 SATURATED = -2
+#: :func:`_events`: a heap is full (the caller grows it and resumes)
+NEED_ROOM = -1
 
 
 @numba.njit(**LEAF)
@@ -713,24 +766,36 @@ def _catch_up(t, nport, owner, tl, pos, pair, pptr, pflow, phead, pout, qptr, qp
     return n_seg, completed, n_pend
 
 
+#: relative margin below a byte limit that :func:`_limit_time`'s ``clear`` keeps: far
+#: above the 1e-12 of its test and the rounding of its sums
+LIMIT_CLEAR = 1e-9
+
+
 @numba.njit(**LEAF)
-def _limit_time(t, nport, owner, tl, rate, coflow, byte_limit, sent, ctot, cpend, seen):
-    """The earliest time (``t`` or after) at which a coflow with a byte limit reaches it
-    (to 1e-12 of it), given the sending flows (the holders of the input ports, whose bytes
-    since ``tl`` of their port are not in ``sent`` yet); inf if none will. ``ctot`` and
+def _limit_time(t, nport, owner, tl, orate, ocof, byte_limit, sent, ctot, cpend, seen):
+    """``(when, clear)``: the earliest time (``t`` or after) at which a coflow with a byte
+    limit reaches it (to 1e-12 of it), given the sending flows (the holders of the input
+    ports, whose bytes since ``tl`` of their port are not in ``sent`` yet; their rates
+    and coflows are ``orate`` and ``ocof`` of the port, read there rather than at random
+    in the arrays of every flow), inf if none will; and the time at which the first of
+    them comes within :data:`LIMIT_CLEAR` of its limit (``t`` if one is already).
+
+    Before ``clear``, with these flows or some of them sending, no coflow is within that
+    margin of its limit: a scan then finds no limit reached, whatever order its sums
+    take (their rounding is some ulps), and :func:`run_matching` skips it. ``ctot`` and
     ``cpend`` are per-coflow scratch, left zeroed; ``seen`` scratch of ``nport``."""
     n = 0
     for p in range(nport):
-        f = owner[p]
-        if f >= 0:
-            k = coflow[f]
+        if owner[p] >= 0:
+            k = ocof[p]
             if byte_limit[k] < np.inf:
                 if ctot[k] == 0.0:
                     seen[n] = k
                     n += 1
-                ctot[k] += rate[f]
-                cpend[k] += rate[f] * (t - tl[p])
+                ctot[k] += orate[p]
+                cpend[k] += orate[p] * (t - tl[p])
     out = np.inf
+    clear = np.inf
     for x in range(n):
         k = seen[x]
         if ctot[k] > 0.0:  # (a zero rate adds nothing, and may add k twice to seen)
@@ -739,9 +804,11 @@ def _limit_time(t, nport, owner, tl, rate, coflow, byte_limit, sent, ctot, cpend
                 out = t
             else:
                 out = min(out, t + (byte_limit[k] - s) / ctot[k])
+            near = byte_limit[k] - (LIMIT_CLEAR * byte_limit[k] + EPS_BYTES)
+            clear = min(clear, t + max(near - s, 0.0) / ctot[k])
             ctot[k] = 0.0
             cpend[k] = 0.0
-    return out
+    return out, clear
 
 
 @numba.njit(cache=True)
@@ -797,6 +864,201 @@ def _greedy(owner, pos, pptr, pflow, phead, pin, pout, qlen, nport):
                 open_out -= 1
 
 
+@numba.njit(**LEAF)
+def _serve_cursors(t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, orate,
+                   ocof, tl, due, pos, pair, pptr, pflow, phead, pin, pout, qptr, qpair,
+                   qkey, qlen, nport, rem, size, sent, coflow, done, flow_completion, left,
+                   coflow_completion, rate, core, core_cap, pinned, stops, seg_start,
+                   record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg):
+    """:func:`run_matching`'s repair at time ``t``: the cursors of the heap ``hk, hp, hi``
+    in rank order, each starting the pair it reaches (displacing the holders of its
+    ports: their bytes up to ``t``, then a cursor on the port the new flow does not take)
+    with its entry on the due heap ``dk, dp, df``.
+
+    Returns ``(nh, nd, steps, n_seg, completed, coflow_done)``; ``nh > 0`` when a heap
+    has no room for what one more cursor may push (see :func:`_events`)."""
+    ports_per_core = nport // core_cap.shape[0]
+    completed = False
+    coflow_done = False
+    while nh > 0:
+        if nh + 2 > hk.shape[0] or nd == dk.shape[0]:
+            break  # (one cursor pushes at most two more after its own pop, one due)
+        key, port, k, nh = heap_pop(hk, hp, hi, nh)
+        k, e, q, steps = _cursor_at(key, port, k, steps, owner, pos, pin, pout, qptr,
+                                    qpair, qkey, qlen, nport)
+        if e == SATURATED:
+            nh = 0  # no flow at or after `key` can get a port: every cursor dies
+            break
+        if e < 0:
+            if k >= 0:  # (room: it was popped)
+                nh = heap_insert(hk, hp, hi, nh, qkey[qptr[port] + k], port, k)
+            continue
+        g = pflow[phead[e]]
+        h = pin[e] // ports_per_core  # (the pair's core: ``core[g]``)
+        for x in (port, q):
+            d = owner[x]
+            if d >= 0 and rate[d] > 0.0:
+                # displaced: its bytes up to now, then it frees its ports; a cursor
+                # on the one g does not take
+                other = mate[x]
+                di = x if x < nport else other
+                do = other if x < nport else x
+                due[di] = -1.0
+                fin = tl[di] + rem[d] / rate[d]
+                n_seg, finished, cdone = advance_flow(
+                    d, np.inf if fin - t <= TIE * t else t - tl[di], t, rem, size,
+                    sent, coflow, done, flow_completion,
+                    left, coflow_completion, rate, core, seg_start, record, seg_flow,
+                    seg_core, seg_t0, seg_t1, seg_rate, n_seg)
+                if finished:
+                    # (it is due at this instant: it ends now; its pair's next flow
+                    # is ranked after g, so the entries that move in the port lists
+                    # are after the cursor's)
+                    _vacate(di, d, pos, pair, pptr, pflow, phead, pout, qptr, qpair,
+                            qkey, qlen, owner)
+                    if cdone:
+                        completed = True
+                        coflow_done = coflow_done or stops[coflow[d]]
+                else:
+                    owner[di] = -1
+                    owner[do] = -1
+                    if record:
+                        n_seg = emit(record, d, core[d], seg_start[d], t, rate[d],
+                                     seg_flow, seg_core, seg_t0, seg_t1, seg_rate,
+                                     n_seg)
+                        seg_start[d] = t
+                    rate[d] = 0.0
+                nh = _cursor_in(hk, hp, hi, nh, other, okey[x], qptr, qkey, qlen)
+        owner[port] = g
+        owner[q] = g
+        okey[port] = okey[q] = key
+        mate[port] = q
+        mate[q] = port
+        rate[g] = core_cap[h]
+        if record:
+            seg_start[g] = t
+        if pinned[g] < 0:
+            pinned[g] = h
+        gi = pin[e]
+        orate[gi] = core_cap[h]
+        ocof[gi] = coflow[g]
+        tl[gi] = t
+        due[gi] = _due(g, t, rem, rate, size)
+        nd = heap_insert(dk, dp, df, nd, due[gi], gi, g)
+    return nh, nd, steps, n_seg, completed, coflow_done
+
+
+@numba.njit(**LEAF)
+def _events(t, stop_time, resume, hk, hp, hi, nh, dk, dp, df, nd, steps, completed,
+            coflow_done, events, n_seg, owner, okey, mate, orate, ocof, tl, due, stash,
+            stash_fin, freed, freed_after, pos, pair, pptr, pflow, phead, pin, pout, qptr,
+            qpair, qkey, qlen, nport, rem, size, sent, coflow, done, flow_completion, left,
+            coflow_completion, rate, core, core_cap, pinned, stops, has_limit, byte_limit,
+            ctot, cpend, seen, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
+            seg_rate):
+    """:func:`run_matching`'s events from ``t`` (its state in the arguments): returns
+    ``(t, reason, resume, nh, nd, steps, completed, coflow_done, events, n_seg)``.
+
+    ``reason`` :data:`NEED_ROOM`: the repair of the event at ``t`` stopped for a full
+    heap; the caller grows it and calls again with ``resume`` (the repair goes on).
+    The loop is a function of its own, taking the heaps as arguments it never
+    reassigns: in a loop where a full heap is replaced by a longer one, every heap
+    operation cost atomic reference counts of the arrays (numba's pruning leaves
+    them), a sixth of the run on FB2010. The cursor heap is empty at each event and at
+    least ``4 * nport`` long: the freed ports' cursors fit."""
+    sat = seg_flow.shape[0]
+    while True:
+        if not resume:
+            if record and n_seg + 4 * nport + 2 > sat:
+                return (t, SEG_FULL, False, nh, nd, steps, completed, coflow_done, events,
+                        n_seg)
+            # the next completion: the flows due before the earliest finish among them
+            best = np.inf
+            n_st = 0
+            while nd > 0 and dk[0] <= best:
+                key, p, f, nd = heap_pop(dk, dp, df, nd)
+                if owner[p] != f or due[p] != key:
+                    continue  # it stopped (or finished) since this entry was pushed
+                due[p] = -1.0
+                fin = tl[p] + rem[f] / rate[f]
+                if fin < best:
+                    best = fin
+                stash[n_st] = p
+                stash_fin[n_st] = fin
+                n_st += 1
+            clear = np.inf
+            if has_limit:
+                lim, clear = _limit_time(t, nport, owner, tl, orate, ocof, byte_limit, sent,
+                                         ctot, cpend, seen)
+                best = min(best, lim)
+            if best == np.inf and stop_time == np.inf:
+                return (t, COFLOW_DONE if completed else STUCK, False, nh, nd, steps,
+                        completed, coflow_done, events, n_seg)
+            events += 1
+            t_new = stop_time if best >= stop_time or joins_stop(best, stop_time,
+                                                                core_cap) else best
+            # (a stop a hair after ``best`` joins it: the flows due by then finish with it)
+            while nd > 0 and dk[0] <= t_new:
+                key, p, f, nd = heap_pop(dk, dp, df, nd)
+                if owner[p] == f and due[p] == key:
+                    due[p] = -1.0
+                    stash[n_st] = p
+                    stash_fin[n_st] = tl[p] + rem[f] / rate[f]
+                    n_st += 1
+            coflow_done = False
+            n_freed = 0
+            for x in range(n_st):
+                p = stash[x]
+                f = owner[p]
+                # the flows finishing at ``t_new`` send all they have left: ``t_new - tl``
+                # may round to less
+                n_seg, finished, cdone = advance_flow(
+                    f, np.inf if stash_fin[x] <= t_new else t_new - tl[p], t_new, rem, size,
+                    sent, coflow, done, flow_completion, left, coflow_completion, rate, core,
+                    seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg)
+                tl[p] = t_new
+                if not finished:
+                    due[p] = _due(f, t_new, rem, rate, size)
+                    nd = heap_insert(dk, dp, df, nd, due[p], p, f)  # (room: it was popped)
+                    continue
+                n_freed = _vacate_into(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair,
+                                       qkey, qlen, owner, freed, freed_after, n_freed)
+                if cdone:
+                    completed = True
+                    coflow_done = coflow_done or stops[coflow[f]]
+            t = t_new
+            # (before ``clear`` no coflow can have come near its limit: no scan)
+            limit_hit = has_limit and t >= clear and _limit_time(
+                t, nport, owner, tl, orate, ocof, byte_limit, sent, ctot, cpend,
+                seen)[0] <= t
+            # cursors on the freed ports (after every list is up to date)
+            for m in range(n_freed):  # (room: the heap is empty, 4 * nport long)
+                nh = _cursor_in(hk, hp, hi, nh, freed[m], freed_after[m], qptr, qkey, qlen)
+            if coflow_done or limit_hit or t >= stop_time:
+                # (at the stop time the next plan decides what starts now: nothing is pinned
+                # before it sends)
+                reason = (COFLOW_DONE if coflow_done else BYTE_LIMIT if limit_hit
+                          else STOP_TIME)
+                return (t, reason, False, nh, nd, steps, completed, coflow_done, events,
+                        n_seg)
+            # repair the matching, cursors in rank order
+            steps = 0
+        resume = False
+        nh, nd, steps, n_seg, c_any, c_stop = _serve_cursors(
+            t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, orate, ocof, tl,
+            due, pos, pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, nport,
+            rem, size, sent, coflow, done, flow_completion, left, coflow_completion, rate,
+            core, core_cap, pinned, stops, seg_start, record, seg_flow, seg_core, seg_t0,
+            seg_t1, seg_rate, n_seg)
+        completed = completed or c_any
+        coflow_done = coflow_done or c_stop
+        if nh > 0:
+            return t, NEED_ROOM, True, nh, nd, steps, completed, coflow_done, events, n_seg
+        if coflow_done:  # a displaced flow's coflow completed
+            return (t, COFLOW_DONE, False, nh, nd, steps, completed, coflow_done, events,
+                    n_seg)
+
+
 @numba.njit(cache=True)
 def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
                  rem, rate, done, pinned, flow_completion, left, sent, byte_limit,
@@ -833,18 +1095,17 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
     since are skipped). Only a plan with byte limits scans the sending flows at each
     event, for the limits' crossing times.
     """
-    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pairs
+    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, _ = pairs
     cores = core_cap.shape[0]
     nport = owner.shape[0] // 2
-    hk = np.empty(1024, dtype=np.int64)
-    hp = np.empty(1024, dtype=np.int64)
-    hi = np.empty(1024, dtype=np.int64)
+    hk = np.empty(max(1024, 4 * nport), dtype=np.int64)
+    hp = np.empty(hk.shape[0], dtype=np.int64)
+    hi = np.empty(hk.shape[0], dtype=np.int64)
     completed = False  # a coflow completed (nothing left to send then is no deadlock)
     nh = 0
     ctot = np.zeros(byte_limit.shape[0])
     cpend = np.zeros(byte_limit.shape[0] if has_limit else 0)
     seen = np.empty(nport if has_limit else 0, dtype=np.int64)
-    seg_cap = seg_flow.shape[0]
     events = 0
     freed = np.empty(2 * nport, dtype=np.int64)
     freed_after = np.empty(2 * nport, dtype=np.int64)
@@ -867,6 +1128,18 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
                              seg_core, seg_t0, seg_t1, seg_rate, n_seg)
                 rate[f] = 0.0
                 seg_start[f] = t
+    # per port, its holder's key and the holder's other port (read at a displacement
+    # instead of the flow's own entries, at random in arrays of every flow)
+    okey = np.empty(2 * nport, dtype=np.int64)
+    mate = np.empty(2 * nport, dtype=np.int64)
+    orate = np.empty(nport)  # (and per input port its holder's rate and coflow)
+    ocof = np.empty(nport, dtype=np.int64)
+    for p in range(nport):
+        f = owner[p]
+        if f >= 0:
+            okey[p] = okey[pout[pair[f]]] = pos[f]
+            mate[p] = pout[pair[f]]
+            mate[pout[pair[f]]] = p
     # the due heap: (due time, input port, its holder)
     tl = np.empty(nport)
     due = np.full(nport, -1.0)
@@ -888,142 +1161,29 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
                 seg_start[f] = t
             if pinned[f] < 0:
                 pinned[f] = core[f]
+            orate[p] = r
+            ocof[p] = coflow[f]
             tl[p] = t
             due[p] = _due(f, t, rem, rate, size)
             dk, dp, df, nd = heap_push(dk, dp, df, nd, due[p], p, f)
-    reason = STOP_TIME
+    resume = False
+    steps = 0
+    coflow_done = False
     while True:
-        if record and n_seg + 4 * nport + 2 > seg_cap:
-            reason = SEG_FULL
+        t, reason, resume, nh, nd, steps, completed, coflow_done, events, n_seg = _events(
+            t, stop_time, resume, hk, hp, hi, nh, dk, dp, df, nd, steps, completed,
+            coflow_done, events, n_seg, owner, okey, mate, orate, ocof, tl, due, stash,
+            stash_fin, freed, freed_after, pos, pair, pptr, pflow, phead, pin, pout, qptr,
+            qpair, qkey, qlen, nport, rem, size, sent, coflow, done, flow_completion, left,
+            coflow_completion, rate, core, core_cap, pinned, stops, has_limit, byte_limit,
+            ctot, cpend, seen, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
+            seg_rate)
+        if reason != NEED_ROOM:
             break
-        # the next completion: the flows due before the earliest finish among them
-        best = np.inf
-        n_st = 0
-        while nd > 0 and dk[0] <= best:
-            key, p, f, nd = heap_pop(dk, dp, df, nd)
-            if owner[p] != f or due[p] != key:
-                continue  # it stopped (or finished) since this entry was pushed
-            due[p] = -1.0
-            fin = tl[p] + rem[f] / rate[f]
-            if fin < best:
-                best = fin
-            stash[n_st] = p
-            stash_fin[n_st] = fin
-            n_st += 1
-        if has_limit:
-            best = min(best, _limit_time(t, nport, owner, tl, rate, coflow, byte_limit,
-                                         sent, ctot, cpend, seen))
-        if best == np.inf and stop_time == np.inf:
-            reason = COFLOW_DONE if completed else STUCK
-            break
-        events += 1
-        t_new = stop_time if best >= stop_time or joins_stop(best, stop_time,
-                                                            core_cap) else best
-        # (a stop a hair after ``best`` joins it: the flows due by then finish with it)
-        while nd > 0 and dk[0] <= t_new:
-            key, p, f, nd = heap_pop(dk, dp, df, nd)
-            if owner[p] == f and due[p] == key:
-                due[p] = -1.0
-                stash[n_st] = p
-                stash_fin[n_st] = tl[p] + rem[f] / rate[f]
-                n_st += 1
-        coflow_done = False
-        n_freed = 0
-        for x in range(n_st):
-            p = stash[x]
-            f = owner[p]
-            # the flows finishing at ``t_new`` send all they have left: ``t_new - tl``
-            # may round to less
-            n_seg, finished, cdone = advance_flow(
-                f, np.inf if stash_fin[x] <= t_new else t_new - tl[p], t_new, rem, size,
-                sent, coflow, done, flow_completion, left, coflow_completion, rate, core,
-                seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg)
-            tl[p] = t_new
-            if not finished:
-                due[p] = _due(f, t_new, rem, rate, size)
-                dk, dp, df, nd = heap_push(dk, dp, df, nd, due[p], p, f)
-                continue
-            n_freed = _vacate_into(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair,
-                                   qkey, qlen, owner, freed, freed_after, n_freed)
-            if cdone:
-                completed = True
-                coflow_done = coflow_done or stops[coflow[f]]
-        t = t_new
-        limit_hit = has_limit and _limit_time(t, nport, owner, tl, rate, coflow,
-                                              byte_limit, sent, ctot, cpend, seen) <= t
-        # cursors on the freed ports (after every list is up to date)
-        for m in range(n_freed):
-            hk, hp, hi, nh = _cursor(hk, hp, hi, nh, freed[m], freed_after[m], qptr, qkey,
-                                     qlen)
-        if coflow_done or limit_hit or t >= stop_time:
-            # (at the stop time the next plan decides what starts now: nothing is pinned
-            # before it sends)
-            reason = COFLOW_DONE if coflow_done else BYTE_LIMIT if limit_hit else STOP_TIME
-            break
-        # repair the matching, cursors in rank order
-        steps = 0
-        while nh > 0:
-            key, port, k, nh = heap_pop(hk, hp, hi, nh)
-            k, e, q, steps = _cursor_at(key, port, k, steps, owner, pos, pin, pout, qptr,
-                                        qpair, qkey, qlen, nport)
-            if e == SATURATED:
-                nh = 0  # no flow at or after `key` can get a port: every cursor dies
-                break
-            if e < 0:
-                if k >= 0:
-                    hk, hp, hi, nh = heap_push(hk, hp, hi, nh, qkey[qptr[port] + k], port,
-                                               k)
-                continue
-            own = owner[port]
-            oq = owner[q]
-            g = pflow[phead[e]]
-            h = core[g]
-            for d in (own, oq):
-                if d >= 0 and rate[d] > 0.0:
-                    # displaced: its bytes up to now, then it frees its ports; a cursor
-                    # on the one g does not take
-                    ed = pair[d]
-                    di = pin[ed]
-                    do = pout[ed]
-                    due[di] = -1.0
-                    other = do if (di == port or di == q) else di
-                    fin = tl[di] + rem[d] / rate[d]
-                    n_seg, finished, cdone = advance_flow(
-                        d, np.inf if fin - t <= TIE * t else t - tl[di], t, rem, size,
-                        sent, coflow, done, flow_completion,
-                        left, coflow_completion, rate, core, seg_start, record, seg_flow,
-                        seg_core, seg_t0, seg_t1, seg_rate, n_seg)
-                    if finished:
-                        # (it is due at this instant: it ends now; its pair's next flow
-                        # is ranked after g, so the entries that move in the port lists
-                        # are after the cursor's)
-                        _vacate(di, d, pos, pair, pptr, pflow, phead, pout, qptr, qpair,
-                                qkey, qlen, owner)
-                        if cdone:
-                            completed = True
-                            coflow_done = coflow_done or stops[coflow[d]]
-                    else:
-                        owner[di] = -1
-                        owner[do] = -1
-                        n_seg = emit(record, d, core[d], seg_start[d], t, rate[d],
-                                     seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg)
-                        rate[d] = 0.0
-                        seg_start[d] = t
-                    hk, hp, hi, nh = _cursor(hk, hp, hi, nh, other, pos[d], qptr, qkey,
-                                             qlen)
-            owner[port] = g
-            owner[q] = g
-            rate[g] = core_cap[h]
-            seg_start[g] = t
-            if pinned[g] < 0:
-                pinned[g] = h
-            gi = pin[e]
-            tl[gi] = t
-            due[gi] = _due(g, t, rem, rate, size)
-            dk, dp, df, nd = heap_push(dk, dp, df, nd, due[gi], gi, g)
-        if coflow_done:  # a displaced flow's coflow completed
-            reason = COFLOW_DONE
-            break
+        if nh + 2 > hk.shape[0]:
+            hk, hp, hi = heap_grown(hk, hp, hi, nh)
+        if nd == dk.shape[0]:
+            dk, dp, df = heap_grown(dk, dp, df, nd)
     # the cursors not processed: their ports are free, not repaired
     for x in range(nh):
         pend_port[n_pend] = hp[x]
