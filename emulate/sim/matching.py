@@ -476,20 +476,25 @@ def _requeue_all(changed, fkey, phead, pin, pout, qptr, qpair, qkey, qlen, mark)
 
 
 @numba.njit(**LEAF)
+def _first_at_or_after(keys, lo, hi, x):
+    """The first index ``i`` of ``lo .. hi - 1`` with ``keys[i] >= x`` (``hi`` if none):
+    a binary search of the sorted segment ``keys[lo:hi]``, no slice made."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if keys[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(**LEAF)
 def _move_in_pair(f, key, pos, pflow, fkey, lo, hi):
     """Flow ``f``, in ``pflow[lo:hi]`` (sorted by their keys ``fkey[lo:hi]``), takes rank
     key ``key``: it moves to its place, the flows it passes shift by one (with their
     keys)."""
     old = pos[f]
-    a = lo
-    b = hi
-    while a < b:  # the first flow keyed at or after ``old``
-        mid = (a + b) // 2
-        if fkey[mid] < old:
-            a = mid + 1
-        else:
-            b = mid
-    j = a
+    j = _first_at_or_after(fkey, lo, hi, old)
     while pflow[j] != f:  # (keys are distinct: the first is ``f``)
         j += 1
     pos[f] = key
@@ -513,7 +518,7 @@ def _requeue(port, old, new, e, qptr, qpair, qkey, qlen):
     ``port``'s pair list sorted."""
     lo = qptr[port]
     hi = lo + qlen[port]
-    i = lo + np.searchsorted(qkey[lo:hi], old)
+    i = _first_at_or_after(qkey, lo, hi, old)
     if new < 0:
         for j in range(i, hi - 1):
             qkey[j] = qkey[j + 1]
@@ -562,14 +567,7 @@ def _cursor_in(hk, hp, hi, nh, port, after, qptr, qkey, qlen):
     """:func:`_cursor` on a heap with room for it; returns the new size."""
     lo = qptr[port]
     n = qlen[port]
-    a = 0
-    b = n
-    while a < b:  # the first entry keyed after ``after``
-        mid = (a + b) // 2
-        if qkey[lo + mid] <= after:
-            a = mid + 1
-        else:
-            b = mid
+    a = _first_at_or_after(qkey, lo, lo + n, after + 1) - lo  # (keys are integers)
     if a < n:
         return heap_insert(hk, hp, hi, nh, qkey[lo + a], port, a)
     return nh
@@ -611,14 +609,7 @@ def _cursor_at(key, port, k, steps, owner, pos, pin, pout, qptr, qpair, qkey, ql
     if k >= n or qkey[lo + k] != key:
         # the list moved under the cursor (a displaced flow finished, its pair's head
         # moved on): go on from the first pair at or after ``key``
-        a = 0
-        b = n
-        while a < b:
-            mid = (a + b) // 2
-            if qkey[lo + mid] < key:
-                a = mid + 1
-            else:
-                b = mid
+        a = _first_at_or_after(qkey, lo, lo + n, key) - lo
         return (a if a < n else -1), -1, -1, steps
     steps += 1
     if steps % 32 == 0 and _saturated(key, owner, qlen, pos, nport):
