@@ -167,8 +167,12 @@ KILL_SCRIPT = textwrap.dedent('''
                          ids=["ctrl-c", "sigterm", "sigkill-then-clean"])
 def test_a_run_killed_half_way_leaves_nothing_behind(system, sig):
     from emulate.mininet.clean import STATE_DIR, clean, is_ours, read_state
+    # Ctrl-C as at a terminal: a suite started in the background by a shell without job
+    # control (``sh -c 'make test &'``) inherits SIGINT ignored, and Python then never
+    # raises KeyboardInterrupt (the run finished and printed "finished")
     p = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT], cwd=ROOT,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     run_dir = None
     deadline = time.time() + 60
     while time.time() < deadline and p.poll() is None:

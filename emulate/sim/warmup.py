@@ -7,15 +7,18 @@ kernels compiled with ``cache=True``: the first process that calls a kernel comp
 warm-up the first ``make demo`` on a fresh clone showed ``sebf`` at 26 s and ``lp-flow``
 at 16 s of "wall time": compilation, not simulation.
 
-``python -m emulate.sim.warmup`` (run by ``make setup``) drives every code path that has a
-kernel, with the argument types real runs use: every network policy on a small 2-core
-workload with releases and a DAG and on a 1-core one (the priority matching, the capped
-backfill, fair sharing by pairs, the rescan with byte limits, the LP policies' list
-scheduling), ``fifo@allocation=coflowsim`` (CoflowSim's quanta), a small joint workload
-under every compute policy, and the redundancy model's checkpoint simulator. It prints what it
-compiled and the time it took (about 160 s on a 2-core VM from a fresh clone, the most
-of it aalo's and fair's first kernels, 50-60 s each; sebf's 32 s); a second run only loads
-the cache (about 3 s).
+``python -m emulate.sim.warmup`` (run by ``make demo`` and ``make test``) drives every
+code path that has a kernel, with the argument types real runs use: every network policy
+on a small 2-core workload with releases and a DAG and on a 1-core one (the priority
+matching, the capped backfill, fair sharing by pairs, the LP policies' list scheduling),
+the rescan that recomputes every rate at each completion (a user policy's caps or byte
+limits on fair sharing take it; the tests check the incremental engines against it), the
+emulation controller's rate kernels (:func:`controller.rates.warm_up`, which every
+emulated run calls before it starts), ``fifo@allocation=coflowsim`` (CoflowSim's
+quanta), a small joint workload under every compute policy, and the redundancy model's
+checkpoint simulator. It prints what it compiled and the time it took (about 180 s on a
+2-core VM from a fresh clone, the most of it aalo's and fair's first kernels, 50-60 s
+each; sebf's 32 s); a second run only loads the cache (about 3 s).
 """
 from __future__ import annotations
 
@@ -25,10 +28,12 @@ import time
 
 def warm_up(stream=sys.stderr) -> float:
     """Run every kernel once; returns the wall seconds it took."""
+    from controller import rates
     from controller.compute import compute_policies
     from controller.jobs import mapreduce_jobs
-    from controller.policies import available
+    from controller.policies import available, get_policy
     from emulate.engines import RunOptions, get_engine
+    from emulate.sim.flowsim import Simulator
     from emulate.io.traces import random_workload
 
     t0 = time.perf_counter()
@@ -40,6 +45,14 @@ def warm_up(stream=sys.stderr) -> float:
         for w in workloads:
             sim.run(w, name, RunOptions(segments=True))
         _report(name, time.perf_counter() - t, stream)
+    t = time.perf_counter()        # the rescan: rates from scratch at every completion
+    for name in ("sebf", "fair"):  # (caps and byte limits; plain fair sharing)
+        for w in workloads:
+            Simulator(w, get_policy(name), segments=True, incremental=False).run()
+    _report("the rescan", time.perf_counter() - t, stream)
+    t = time.perf_counter()        # the emulation controller's rate kernels
+    rates.warm_up()
+    _report("the controller's rates", time.perf_counter() - t, stream)
     t = time.perf_counter()        # CoflowSim's quanta (one core, no precedence)
     sim.run(workloads[1], "fifo", RunOptions(policy_options={"allocation": "coflowsim"}))
     _report("fifo@allocation=coflowsim", time.perf_counter() - t, stream)
