@@ -119,14 +119,24 @@ def test_htb_tree_has_a_filter_per_data_class_on_its_tos():
     for k in range(N_DATA_CLASSES):
         assert any(f"match ip tos {tos_of(k):#04x} 0xfc flowid 1:{11 + k}" in ln
                    for ln in lines)
-    assert lines[1].endswith("burst 10000b cburst 10000b") and "rate 20000000bit" in lines[1]
+
+
+def test_htb_tree_gives_the_data_the_link_rate_and_the_acks_a_budget_beside_it():
+    """All data classes together get R (1:2); ACKs (1:10) R/20 beside it, in the link 1:1."""
+    lines = htb_priority_tree("x-eth0", 20e6)
+    assert "classid 1:1 htb rate 21000000bit ceil 21000000bit" in lines[1]
+    assert "classid 1:10 htb rate 1000000bit ceil 21000000bit prio 0" in lines[2]
+    assert "parent 1:1 classid 1:2 htb rate 20000000bit ceil 20000000bit" in lines[3]
+    data = [ln for ln in lines if "classid 1:1" in ln and "prio" in ln and "1:10 " not in ln]
+    assert len(data) == N_DATA_CLASSES
+    assert all("parent 1:2 " in ln and "ceil 20000000bit" in ln for ln in data)
 
 
 def test_htb_bucket_is_a_few_ms_of_the_link_or_one_frame():
     """At 1 Mbit/s a bucket of four frames (48 ms) made 24 kB flows finish 26 % early."""
     for rate, bucket in ((1e6, 1514), (2e6, 1514), (20e6, 10000), (100e6, 50000)):
-        line = htb_priority_tree("x-eth0", rate)[1]
-        assert line.endswith(f"burst {bucket}b cburst {bucket}b")
+        for line in htb_priority_tree("x-eth0", rate)[1:4 + N_DATA_CLASSES]:
+            assert line.endswith(f"burst {bucket}b cburst {bucket}b")
 
 
 def test_receive_window_is_a_few_ms_of_the_link_or_four_segments():
