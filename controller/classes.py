@@ -23,14 +23,14 @@ why the agents keep every flow's window small). Data classes have
 a negligible guaranteed rate, so they live on borrowing from 1:2, which HTB hands out in
 ``prio`` order: strict priority. A class alone still gets the whole data rate (ceil R).
 
-The acknowledgements have a budget of their own beside the data's R, as the fluid model
-has them (it has none: a link carries R of data each way whatever comes back). With one
-rate for both, a host that sends while it receives on the same core lost the ACKs of
-what it receives from what it sends: a 20 Mbit/s flow each way took 4.095 s against 3.998
-s alone (+2.4 %), at 1 Mbit/s 4.163 s against 3.989 s (+4.1 %; the receiver acknowledges
-every segment there, 66 bytes per 1514). The control class's guaranteed C = R/20 covers
-that (at most 4.4 % of the reverse data), so ACKs and ARP are served before any data and
-a busy data class never delays the acknowledgements of another flow.
+The acknowledgements have a budget of their own beside the data's R, so that the data has
+all of R each way, as in the fluid model (which has no ACKs). With one rate for both, a
+host that sent while it received on the same core paid for the ACKs of what it received
+out of what it sent: a 20 Mbit/s flow each way took 4.095 s against 3.998 s alone (+2.4
+%), at 1 Mbit/s 4.163 s against 3.989 s (+4.1 %; the receiver acknowledges every segment
+there, 66 bytes per 1514). The control class's guaranteed C = R/20 covers that (at most
+4.4 % of the reverse data), so ACKs and ARP are served before any data and a busy data
+class never delays the acknowledgements of another flow.
 
 Who marks: the switch rule of a flow sets its DSCP (OpenFlow ``set_field ip_dscp``), which
 the switch-side tree (downlink) acts on; the agent marks the same DSCP on its socket

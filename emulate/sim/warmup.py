@@ -33,8 +33,8 @@ def warm_up(stream=sys.stderr) -> float:
     from controller.jobs import mapreduce_jobs
     from controller.policies import available, get_policy
     from emulate.engines import RunOptions, get_engine
-    from emulate.sim.flowsim import Simulator
     from emulate.io.traces import random_workload
+    from emulate.sim.flowsim import Simulator
 
     t0 = time.perf_counter()
     sim = get_engine("sim")
