@@ -127,7 +127,8 @@ def test_htb_tree_gives_the_data_the_link_rate_and_the_acks_a_budget_beside_it()
     assert "classid 1:1 htb rate 21000000bit ceil 21000000bit" in lines[1]
     assert "classid 1:10 htb rate 1000000bit ceil 21000000bit prio 0" in lines[2]
     assert "parent 1:1 classid 1:2 htb rate 20000000bit ceil 20000000bit" in lines[3]
-    data = [ln for ln in lines if "classid 1:1" in ln and "prio" in ln and "1:10 " not in ln]
+    data = [ln for ln in lines if ln.startswith("class add")
+            and any(f"classid 1:{11 + k} " in ln for k in range(N_DATA_CLASSES))]
     assert len(data) == N_DATA_CLASSES
     assert all("parent 1:2 " in ln and "ceil 20000000bit" in ln for ln in data)
 
