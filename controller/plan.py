@@ -86,8 +86,8 @@ class Plan:
             if want is None:
                 want = np.zeros(a.n_flows, dtype=np.bool_)
                 want[flows] = True
-            head = ordered_flows(np.asarray(self.coflow_order, dtype=np.int64), a.coflow_ptr,
-                                 a.coflow_flows, want, NO_SLOT, -1)
+            order = np.ascontiguousarray(self.coflow_order, dtype=np.int64)  # one signature
+            head = ordered_flows(order, a.coflow_ptr, a.coflow_flows, want, NO_SLOT, -1)
             if len(head) == len(flows):
                 return head
             want = want.copy()
@@ -182,7 +182,7 @@ NO_SLOT = np.zeros(0, dtype=np.int64)
 @numba.njit(cache=True)
 def _coflow_rank(pos, coflow, pinned, rank, core, with_core):
     """``rank = pos[coflow] + index / (n + 1)``; with ``with_core``, ``core`` = the
-    pinned core, else 0."""
+    pinned core, else 0 (without ``with_core``, ``core`` is not read: :data:`NO_SLOT`)."""
     n = coflow.shape[0]
     d = float(n + 1)
     for f in range(n):
@@ -274,7 +274,8 @@ def coflow_order_plan(state: State, order, core: np.ndarray | None = None,
         core = np.empty(a.n_flows, dtype=np.int64)
         _coflow_rank(pos, a.coflow, np.asarray(state.core, dtype=np.int64), rank, core, True)
     else:
-        _coflow_rank(pos, a.coflow, np.asarray(state.core, dtype=np.int64), rank, rank, False)
+        _coflow_rank(pos, a.coflow, np.asarray(state.core, dtype=np.int64), rank, NO_SLOT,
+                     False)
     return Plan(core=np.asarray(core, dtype=np.int64), rank=rank, coflow_order=order, **kw)
 
 
