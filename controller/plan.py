@@ -72,6 +72,11 @@ class Plan:
     rates_fixed: bool = False
     keep_at_completion: bool = False
 
+    def __post_init__(self) -> None:
+        # one dtype and layout for every reader (the numba kernels compile once for it)
+        if self.coflow_order is not None:
+            self.coflow_order = np.ascontiguousarray(self.coflow_order, dtype=np.int64)
+
     def flow_order(self, state: "State", flows: np.ndarray | None = None) -> np.ndarray:
         """``flows`` (default: the eligible ones) sorted by rank, ties by flow index
         (by index alone under fair sharing, which ranks do not order)."""
@@ -86,8 +91,7 @@ class Plan:
             if want is None:
                 want = np.zeros(a.n_flows, dtype=np.bool_)
                 want[flows] = True
-            order = np.ascontiguousarray(self.coflow_order, dtype=np.int64)  # one signature
-            head = ordered_flows(order, a.coflow_ptr, a.coflow_flows, want, NO_SLOT, -1)
+            head = ordered_flows(self.coflow_order, a.coflow_ptr, a.coflow_flows, want, NO_SLOT, -1)
             if len(head) == len(flows):
                 return head
             want = want.copy()
@@ -297,8 +301,7 @@ class CoflowPlan(Plan):
         self._arrays = state.arrays
         self._rank = None
         self._rate_cap = None
-        super().__init__(core=core, rank=None, coflow_order=np.asarray(order, dtype=np.int64),
-                         **kw)
+        super().__init__(core=core, rank=None, coflow_order=order, **kw)
         self.cap_flows = None if cap_flows is None else np.asarray(cap_flows, dtype=np.int64)
         self.cap_values = (None if cap_values is None
                            else np.asarray(cap_values, dtype=np.float64))

@@ -24,9 +24,6 @@ import numpy as np
 from controller.cores import least_loaded_cores
 from controller.plan import Plan, State, coflow_order_plan, single_core
 
-#: whether this version of ``Plan`` takes the ``coflow_order`` hint
-_HAS_COFLOW_ORDER = "coflow_order" in getattr(Plan, "__dataclass_fields__", {})
-
 
 # ----------------------------------------------------------------------------- kernels
 @numba.njit(cache=True)
@@ -407,10 +404,8 @@ def coflow_priority_plan(state: State, index: FlowIndex, order: np.ndarray, *,
     load = state.remaining if core_load is None else core_load
     core = least_loaded_cores(a, flows[:n], load, state.core, state.workload.fabric.rates)
     core[core < 0] = 0
-    plan = Plan(core=core, rank=rank, **kw)
-    if _HAS_COFLOW_ORDER:
-        plan.coflow_order = order  # lets the engine skip sorting flows by rank
-    return plan
+    # coflow_order lets the engine skip sorting flows by rank
+    return Plan(core=core, rank=rank, coflow_order=order, **kw)
 
 
 def ordered_plan(state: State, index: FlowIndex, order: np.ndarray, *,

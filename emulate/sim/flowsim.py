@@ -506,7 +506,7 @@ class Simulator:
             return None
         co, core, pairs, _ = kept
         life = self.lifecycle
-        new = np.asarray(plan.coflow_order)
+        new = plan.coflow_order
         old = co[~life.done[co]]
         if old.shape != new.shape or not np.array_equal(old, new):
             return None
@@ -542,8 +542,7 @@ class Simulator:
         self._kept = None
         if plan.coflow_order is not None:
             keep_core = core if core is plan.core and not core.flags.writeable else core.copy()
-            self._kept = (np.array(plan.coflow_order, dtype=np.int64), keep_core, pairs,
-                          match)
+            self._kept = (plan.coflow_order.copy(), keep_core, pairs, match)
         owner, pend_port, pend_after, n_pend = match
         changed, changed_old = self._rekeyed
         self._rekeyed = _NO_CHANGE
@@ -635,8 +634,7 @@ class Simulator:
         if coflow_order is None or not len(order):
             return
         a = self.arrays
-        co = np.asarray(coflow_order, dtype=np.int64)
-        label = spread_labels(a.n_coflows, co, NO_KEY // self._width)
+        label = spread_labels(a.n_coflows, coflow_order, NO_KEY // self._width)
         c = a.coflow[order]
         starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
         run_label = label[c[starts]]
@@ -663,7 +661,7 @@ class Simulator:
         co, core, pairs, _ = kept
         a = self.arrays
         life = self.lifecycle
-        new = np.ascontiguousarray(plan.coflow_order, dtype=np.int64)
+        new = plan.coflow_order
         old = co[~life.done[co]]
         if old.shape != new.shape or not np.array_equal(np.sort(old), np.sort(new)):
             return None, None
@@ -697,7 +695,6 @@ class Simulator:
         life = self.lifecycle
         co = plan.coflow_order
         if co is not None:
-            co = np.ascontiguousarray(co, dtype=np.int64)
             active = life.ready & ~life.done
             if (len(co) != np.count_nonzero(active) or not active[co].all()
                     or len(np.unique(co)) != len(co)):
