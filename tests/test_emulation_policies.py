@@ -35,6 +35,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -148,29 +149,56 @@ FAMILIES = {
 }
 
 
+def contest_misses(family, w, sim, emu) -> list[str]:
+    """What the emulated contest run ``emu`` gets wrong against ``FAMILIES[family]``."""
+    options, first, bound = FAMILIES[family]
+    verify_measured(w, emu)
+    cct_e = dict(zip("AB", emu.cct))
+    misses = []
+    if first is not None:
+        other = "B" if first == "A" else "A"
+        done = dict(zip("AB", emu.coflow_completion))
+        # the switches agree with the policy, by a margin: the later one finishes at
+        # least 150 ms after
+        if not done[other] - done[first] > 0.15:
+            misses.append(f"{first} first by 150 ms: {done}")
+    elif not 0.45 < cct_e["B"] < 0.9:  # fair: B shares the downlinks, neither waits
+        misses.append(f"B shares the downlinks: CCT {cct_e['B']:.3f}")
+    err = np.abs(emu.cct / sim.cct - 1)
+    if not err.max() < bound:
+        misses.append(f"CCT error {err.max():.1%} over {bound:.0%}")
+    return misses
+
+
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_each_policy_family_orders_the_contest_on_real_switches(system, family):
-    options, first, bound = FAMILIES[family]
+    """The contest on the switches, against the simulator (module docstring).
+
+    A run that misses with TCP timeouts in its counters is run once more, and that run
+    must not miss: a flow paused behind a higher class backs off its retransmission
+    timer, and a segment lost soon after it resumes waits for a timeout that the starved
+    segments' round trips inflated to 0.5-0.8 s (traced with the kernel's tcp and skb
+    tracepoints; about 1 % of contest runs on a loaded machine, README "Paused flows and
+    TCP timeouts"). A miss without timeouts fails at once."""
+    options, first, _ = FAMILIES[family]
     policy = family.split("-")[0] if family.startswith("aalo") else family
     w = contest()
     sim, emu = run_both(w, policy, **options)
     assert emu.engine == "mininet"
-    verify_measured(w, emu)
-    cct_e, cct_s = dict(zip("AB", emu.cct)), dict(zip("AB", sim.cct))
-    if first is not None:
+    if first is not None:   # the simulator agrees with the reading of the policy (premise)
         other = "B" if first == "A" else "A"
-        # the simulator agrees with the reading of the policy (premise of the test) ...
         assert sim.coflow_completion[ord(first) - 65] < sim.coflow_completion[
-            ord(other) - 65], (family, cct_s)
-        # ... and so do the switches
-        done = dict(zip("AB", emu.coflow_completion))
-        assert done[first] < done[other], (family, done)
-        # by a margin: the later one finishes at least 150 ms after (sim and switches)
-        assert done[other] - done[first] > 0.15, (family, done)
-    else:                     # fair: B shares the downlinks, neither waits for the other
-        assert 0.45 < cct_e["B"] < 0.9, (family, cct_e)
-    err = np.abs(emu.cct / sim.cct - 1)
-    assert err.max() < bound, (family, cct_s, cct_e)
+            ord(other) - 65], (family, dict(zip("AB", sim.cct)))
+    for attempt in (1, 2):
+        misses = contest_misses(family, w, sim, emu)
+        # what a failure shows: per-flow completions of both engines and what TCP did
+        why = (family, misses, np.round(sim.flow_completion, 3).tolist(),
+               np.round(emu.flow_completion, 3).tolist(), emu.extra["tcp"])
+        if not misses:
+            return
+        assert attempt == 1 and emu.extra["tcp"]["timeouts"] > 0, why
+        warnings.warn(f"contest run again after a miss with TCP timeouts: {why}")
+        emu = run_both(w, policy, **options)[1]
 
 
 @pytest.mark.parametrize("policy", ["sebf", "weaver"])
