@@ -91,7 +91,8 @@ class Plan:
             if want is None:
                 want = np.zeros(a.n_flows, dtype=np.bool_)
                 want[flows] = True
-            head = ordered_flows(self.coflow_order, a.coflow_ptr, a.coflow_flows, want, NO_SLOT, -1)
+            head = ordered_flows(self.coflow_order, a.coflow_ptr, a.coflow_flows, want,
+                                 NO_SLOT, -1)
             if len(head) == len(flows):
                 return head
             want = want.copy()

@@ -73,15 +73,19 @@ def contest(rate=RATE) -> Workload:
     ])
 
 
-def run_both(w, policy, **options):
-    """(simulated, emulated) RunResults of ``w`` under ``policy`` (name, options)."""
+def run_emulated(w, policy, **options):
+    """The emulated RunResult of ``w`` under ``policy`` (name, options); nothing left."""
     from emulate.mininet.engine import run_mininet
-    from emulate.sim.flowsim import simulate
-    from controller.policies import get_policy
-    sim = simulate(w, get_policy(policy, **options))
     emu = run_mininet(w, policy, network_options=options or None)
     assert_clean()
-    return sim, emu
+    return emu
+
+
+def run_both(w, policy, **options):
+    """(simulated, emulated) RunResults of ``w`` under ``policy`` (name, options)."""
+    from emulate.sim.flowsim import simulate
+    from controller.policies import get_policy
+    return simulate(w, get_policy(policy, **options)), run_emulated(w, policy, **options)
 
 
 def clipped_rate(segs, flow: int, lo: float, hi: float) -> float:
@@ -151,7 +155,7 @@ FAMILIES = {
 
 def contest_misses(family, w, sim, emu) -> list[str]:
     """What the emulated contest run ``emu`` gets wrong against ``FAMILIES[family]``."""
-    options, first, bound = FAMILIES[family]
+    _, first, bound = FAMILIES[family]
     verify_measured(w, emu)
     cct_e = dict(zip("AB", emu.cct))
     misses = []
@@ -198,7 +202,7 @@ def test_each_policy_family_orders_the_contest_on_real_switches(system, family):
             return
         assert attempt == 1 and emu.extra["tcp"]["timeouts"] > 0, why
         warnings.warn(f"contest run again after a miss with TCP timeouts: {why}")
-        emu = run_both(w, policy, **options)[1]
+        emu = run_emulated(w, policy, **options)
 
 
 @pytest.mark.parametrize("policy", ["sebf", "weaver"])
