@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -66,7 +67,8 @@ class Table:
             detail: str, k: int | None = None, slack: float = 0.0) -> None:
         met = None if limit is None else figure <= limit * (1.0 + slack)
         row = {"target": target, "policy": policy, "cores": m, "tiles": k,
-               "figure": figure, "limit": limit, "met": met, "detail": detail}
+               "figure": None if math.isnan(figure) else figure, "limit": limit,
+               "met": met, "detail": detail}
         self.rows.append(row)
         verdict = "-" if met is None else ("yes" if met else "NO")
         print(f"{target:<12}{policy:<11}{m:>2}{k or '':>4}{figure:>10.3f}"
@@ -167,7 +169,11 @@ def growth_rows(table: Table, args, policies: dict[int, list[str]], tmp: str) ->
                     one, at_k, zero = base[key], r[key], fixed[key]
                     per_flow = (f"{1e6 * (at_k - zero) / n:.2f} us/flow" if what == "cpu"
                                 else f"{(at_k - zero) / n:.0f} B/flow")
-                    table.add(f"growth {what}", p, m, (at_k - zero) / (one - zero) / k, 1.0,
+                    # a 1x run within a quarter of the fixed cost is mostly noise
+                    measurable = one - zero > 0.25 * zero
+                    table.add(f"growth {what}", p, m,
+                              (at_k - zero) / (one - zero) / k if measurable else math.nan,
+                              1.0 if measurable else None,
                               f"{zero * scale:.1f} {unit} fixed, {one * scale:.1f} at 1x, "
                               f"{at_k * scale:.1f} at {k}x ({per_flow}); simulation "
                               f"{base['sim']:.1f} s at 1x, {r['sim']:.1f} s at {k}x; mean "
