@@ -126,6 +126,39 @@ def median(runs: list[dict]) -> dict:
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
 
+def measure(trace: str, names: list[str], reference: str | None, repeat: int,
+            baseline: str | None = None) -> tuple[list, dict, dict, dict]:
+    """Whole processes, interleaved, ``repeat`` times: the reference's counterparts of
+    ``names`` (if ``reference``), each of ours, and each from the ``baseline`` checkout
+    (if given). Returns ``(counterparts, ours, reference runs, baseline runs)``, the runs
+    as lists of :func:`run_ours` / :func:`run_reference` dicts by policy or counterpart."""
+    pairs = sorted({COUNTERPART.get(p, DEFAULT_COUNTERPART) for p in names})
+    ours: dict[str, list] = {p: [] for p in names}
+    base: dict[str, list] = {p: [] for p in names}
+    ref: dict[tuple, list] = {c: [] for c in pairs}
+    with tempfile.TemporaryDirectory() as tmp:
+        inp = os.path.join(tmp, "fb2010-zero.txt")
+        if reference:
+            from emulate.io.traces import read_fb_trace
+            from emulate.io.units import parse_rate
+            write_reference_input(read_fb_trace(trace, zero_release=True,
+                                                rate_bps=parse_rate(RATE)), inp)
+        for rep in range(repeat):
+            for c in pairs if reference else ():
+                ref[c].append(run_reference(reference, inp, *c, tmp))
+                print(f"  [{rep + 1}/{repeat}] reference {' '.join(c)}: "
+                      f"{ref[c][-1]['wall']:.1f} s", file=sys.stderr, flush=True)
+            for p in names:
+                ours[p].append(run_ours(trace, p))
+                print(f"  [{rep + 1}/{repeat}] {p}: {ours[p][-1]['wall']:.1f} s",
+                      file=sys.stderr, flush=True)
+                if baseline:
+                    base[p].append(run_ours(trace, p, baseline))
+                    print(f"  [{rep + 1}/{repeat}] {p} (baseline): "
+                          f"{base[p][-1]['wall']:.1f} s", file=sys.stderr, flush=True)
+    return pairs, ours, ref, base
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reference", help="a built Sincronia offlinesim binary")
@@ -140,30 +173,8 @@ def main() -> None:
     if args.reference and not os.access(args.reference, os.X_OK):
         raise SystemExit(f"reference not executable: {args.reference}")
     names = args.policies.split(",")
-    pairs = sorted({COUNTERPART.get(p, DEFAULT_COUNTERPART) for p in names})
-    ours: dict[str, list] = {p: [] for p in names}
-    base: dict[str, list] = {p: [] for p in names}
-    ref: dict[tuple, list] = {c: [] for c in pairs}
-    with tempfile.TemporaryDirectory() as tmp:
-        inp = os.path.join(tmp, "fb2010-zero.txt")
-        if args.reference:
-            from emulate.io.traces import read_fb_trace
-            from emulate.io.units import parse_rate
-            write_reference_input(read_fb_trace(args.trace, zero_release=True,
-                                                rate_bps=parse_rate(RATE)), inp)
-        for rep in range(args.repeat):
-            for c in pairs if args.reference else ():
-                ref[c].append(run_reference(args.reference, inp, *c, tmp))
-                print(f"  [{rep + 1}/{args.repeat}] reference {' '.join(c)}: "
-                      f"{ref[c][-1]['wall']:.1f} s", file=sys.stderr, flush=True)
-            for p in names:
-                ours[p].append(run_ours(args.trace, p))
-                print(f"  [{rep + 1}/{args.repeat}] {p}: {ours[p][-1]['wall']:.1f} s",
-                      file=sys.stderr, flush=True)
-                if args.baseline:
-                    base[p].append(run_ours(args.trace, p, args.baseline))
-                    print(f"  [{rep + 1}/{args.repeat}] {p} (baseline): "
-                          f"{base[p][-1]['wall']:.1f} s", file=sys.stderr, flush=True)
+    pairs, ours, ref, base = measure(args.trace, names, args.reference, args.repeat,
+                                     args.baseline)
     print(f"FB2010, releases at 0, 1 x 150-port switch at {RATE}; whole processes, median "
           f"of {args.repeat}, same run")
     if args.reference:

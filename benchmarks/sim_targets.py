@@ -46,8 +46,6 @@ import sim_end_to_end
 import sim_growth
 import sim_reference
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_TRACE = os.path.join(HERE, "..", "..", "shared", "traces", "FB2010-1Hr-150-0.txt")
 REFERENCE_POLICIES = "sebf,sincronia,fifo,scf,fair,aalo"
 GROWTH_POLICIES = "sebf,sincronia,fifo,fair"
 MULTI_POLICIES = "lp-flow,lp-coflow,weaver,sebf"
@@ -90,23 +88,9 @@ class Table:
                   + f": {r['figure']:.3f} > {r['limit']:.2f}")
 
 
-def reference_rows(table: Table, args, tmp: str) -> None:
-    from emulate.io.traces import read_fb_trace
-    from emulate.io.units import parse_rate
+def reference_rows(table: Table, args) -> None:
     names = args.reference_policies.split(",")
-    pairs = sorted({sim_reference.COUNTERPART.get(p, sim_reference.DEFAULT_COUNTERPART)
-                    for p in names})
-    inp = os.path.join(tmp, "fb2010-zero.txt")
-    if args.reference:
-        sim_reference.write_reference_input(read_fb_trace(
-            args.trace, zero_release=True, rate_bps=parse_rate(sim_reference.RATE)), inp)
-    ours: dict[str, list] = {p: [] for p in names}
-    ref: dict[tuple, list] = {c: [] for c in pairs}
-    for _ in range(args.repeat):
-        for c in pairs if args.reference else ():
-            ref[c].append(sim_reference.run_reference(args.reference, inp, *c, tmp))
-        for p in names:
-            ours[p].append(sim_reference.run_ours(args.trace, p))
+    _, ours, ref, _ = sim_reference.measure(args.trace, names, args.reference, args.repeat)
     for p in names:
         r = sim_reference.median(ours[p])
         detail = f"ours {r['wall']:.2f} s wall, {r['user']:.2f} s user, mean CCT {r['cct']:.2f}"
@@ -134,11 +118,8 @@ def read_row(table: Table, args) -> None:
 def end_to_end_rows(table: Table, args, policies: dict[int, list[str]]) -> None:
     for m, names in policies.items():
         for p in names:
-            cmd = [args.trace, "--policy", p, "--cores", str(m)]
-            sim_end_to_end.whole(cmd)   # the LP bound into its cache; kernels loaded
-            runs = [sim_end_to_end.whole(cmd) for _ in range(args.repeat)]
-            wall = statistics.median(r[0] for r in runs)
-            sim = statistics.median(r[1]["wall_seconds"] for r in runs)
+            wall, sim = sim_end_to_end.process_and_simulation(
+                [args.trace, "--policy", p, "--cores", str(m)], args.repeat)
             table.add("end to end", p, m, wall / sim, 1.5,
                       f"process {wall:.2f} s, simulation {sim:.2f} s")
 
@@ -183,7 +164,7 @@ def growth_rows(table: Table, args, policies: dict[int, list[str]], tmp: str) ->
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reference", help="a built Sincronia offlinesim binary")
-    ap.add_argument("--trace", default=DEFAULT_TRACE)
+    ap.add_argument("--trace", default=sim_reference.DEFAULT_TRACE)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--tiles", default="1,4,10")
     ap.add_argument("--cores", default="2,4", help="m > 1 values (besides one core)")
@@ -212,7 +193,7 @@ def main() -> None:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         if "reference" in only:
-            reference_rows(table, args, tmp)
+            reference_rows(table, args)
         if "read" in only:
             read_row(table, args)
         if "end-to-end" in only:
