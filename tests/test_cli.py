@@ -484,3 +484,25 @@ def test_the_command_keeps_the_memory_plans_free_for_the_next_plan():
                                       capture_output=True, text=True).stdout)
               for how in ("default", "keep")}
     assert faults["keep"] < 500 < faults["default"], faults
+
+
+_THREADS = textwrap.dedent("""
+    import os, sys
+    if sys.argv[1] == "one":
+        from emulate.cli import one_blas_thread
+        one_blas_thread()
+    import numpy, scipy.linalg   # both load an OpenBLAS
+    print(len(os.listdir("/proc/self/task")))
+""")
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2 or not os.path.isdir("/proc/self/task"),
+                    reason="OpenBLAS starts threads only with more than one CPU")
+def test_the_command_starts_no_blas_threads():
+    """numpy's and scipy's OpenBLAS start a spinning thread per extra CPU; the command
+    (and what it starts) runs with one."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    threads = {how: int(subprocess.run([sys.executable, "-c", _THREADS, how], check=True,
+                                       capture_output=True, text=True, env=env).stdout)
+               for how in ("default", "one")}
+    assert threads["one"] == 1 < threads["default"], threads

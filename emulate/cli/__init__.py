@@ -100,10 +100,25 @@ def keep_freed_memory() -> bool:
                                                                         1 << 30))
 
 
+def one_blas_thread() -> None:
+    """Let OpenBLAS start no threads of its own in this process and the processes it
+    starts (unless ``OPENBLAS_NUM_THREADS`` is set already); call before numpy loads.
+
+    numpy and scipy each load an OpenBLAS that starts a thread per extra CPU at load time,
+    and those threads spin for a while before they sleep: in a ``coflowemu run`` on the
+    2-core VM they took 0.2 s of CPU during start-up (``perf``), beside the command's own
+    thread, while nothing here calls BLAS on more than a few hundred numbers (the LPs are
+    HiGHS's, which does not use it). The user CPU of a one-coflow ``run`` went from
+    0.96-1.25 s to 0.76-0.87 s (five runs each, alternated; README: Simulator speed).
+    """
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 @click.group(cls=_Group)
 @click.version_option("0.1.0", prog_name="coflowemu")
 def main():
     """coflowemu: coflow scheduling on identical parallel networks, simulated or emulated."""
+    one_blas_thread()
     keep_freed_memory()
 
 
