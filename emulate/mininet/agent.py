@@ -364,6 +364,9 @@ class Connection(threading.Thread):
             s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.agent.sndbuf)
         # unsent bytes in the socket stay few: a pause takes effect at once
         s.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, NOTSENT_LOWAT)
+        # no Nagle: a flow's last partial segment leaves at once instead of waiting for
+        # the ACK of what is in flight (a delayed ACK: up to 40 ms) behind a small window
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, CONGESTION)
         except OSError:
