@@ -46,6 +46,17 @@ longest chain of competing flows needs; only chains longer than 8 merge their ta
 the lowest class (where TCP shares fairly). :func:`coflow_classes` is Sincronia's simpler
 rule (the first coflows in order get a class each, the rest share the lowest), kept for
 comparison.
+
+Flows that preempt
+------------------
+A flow that is paused, or moved to a lower class, still has its bytes in flight queued in
+its old class, and a leaf is a FIFO: a flow that starts on that link in the same class
+waits for all of them (at 1 Mbit/s a receive window of four segments was 65 ms before the
+new flow's first byte). So the controller runs the conflict classes one lower (1 to 7) and
+keeps class 0 for a flow that starts or resumes where such bytes may still be queued, if
+nothing ranked above it shares its links (:func:`preempting_classes`): it then overtakes
+them, and no order between running flows changes. Once they can have drained it goes back
+to its class (a move to a lower class never puts a flow's own packets out of order).
 """
 from __future__ import annotations
 
@@ -53,6 +64,10 @@ import numpy as np
 
 N_DATA_CLASSES = 8
 """HTB allows priorities 0..7; each data class has its own."""
+
+RUN_CLASS = 1
+"""The highest class of the conflict classes as the controller runs them; class 0 is kept
+for flows that preempt (:func:`preempting_classes`)."""
 
 DSCP_BASE = 40
 """Data class ``k`` is marked DSCP ``DSCP_BASE + k``. DSCP 0 (unmarked) is control."""
@@ -164,3 +179,43 @@ def coflow_classes(order: np.ndarray, coflow: np.ndarray,
             pos[k] = len(pos)
         out[n] = min(pos[k], n_classes - 1)
     return out
+
+
+def preempting_classes(base: np.ndarray, order: np.ndarray, src: np.ndarray,
+                       dst: np.ndarray, core: np.ndarray, fresh: np.ndarray,
+                       drain_in: np.ndarray, drain_out: np.ndarray) -> np.ndarray:
+    """``base`` (the conflict classes of ``order``, run one lower: 1 and up) with class 0
+    for the flows that preempt (see "Flows that preempt" above).
+
+    Parameters
+    ----------
+    base : int array
+        Class of ``order[n]``: :func:`conflict_classes` + 1.
+    order : int array
+        The running flows, highest priority first.
+    src, dst, core : int arrays indexed by flow
+    fresh : bool array
+        ``fresh[n]``: ``order[n]`` starts or resumes now, or is in class 0 already (a flow
+        already sending in a lower class is never moved up: its new packets would
+        overtake its own).
+    drain_in, drain_out : bool arrays (core, host)
+        Links (a host's input to a core, a core's output to a host) where another flow's
+        bytes may still be queued in the class the flow would start in.
+
+    Returns
+    -------
+    int array: class of ``order[n]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> src, dst, core = np.array([0, 1, 2]), np.array([1, 2, 3]), np.zeros(3, int)
+    >>> busy = np.zeros((1, 4), bool); busy[0, 2] = True        # host 2's input
+    >>> preempting_classes(np.array([1, 1, 1]), np.arange(3), src, dst, core,
+    ...                    np.array([True, False, True]), busy, np.zeros((1, 4), bool)).tolist()
+    [1, 1, 0]
+    """
+    h = core[order]
+    boost = (fresh & (base == RUN_CLASS)
+             & (drain_in[h, src[order]] | drain_out[h, dst[order]]))
+    return np.where(boost, 0, base)

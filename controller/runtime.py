@@ -12,7 +12,10 @@ horizon), calls ``policy.plan(state)`` and *enforces* the plan:
   4-tuple, marks the flow's class (``set_field ip_dscp``) and forwards it; the agent marks
   the same class on its socket;
 * the plan's order becomes classes by :func:`controller.classes.conflict_classes`,
-  re-mapped at every event; a rule is modified when its flow's class changes;
+  re-mapped at every event, one lower than they come (class 0 is kept for a flow that
+  starts where a flow it preempts still has bytes queued:
+  :func:`controller.classes.preempting_classes`); a rule is modified when its flow's class
+  changes;
 * a started flow the plan gives rate 0 is paused at its agent (and its rule drops to the
   lowest class) and resumed later;
 * a flow with a rate cap is paced by its agent at its planned payload rate
@@ -47,7 +50,8 @@ import numpy as np
 
 from controller import rates
 from controller.api import ApiError
-from controller.classes import N_DATA_CLASSES, coflow_classes, conflict_classes, dscp_of, tos_of
+from controller.classes import (N_DATA_CLASSES, RUN_CLASS, coflow_classes, conflict_classes,
+                                dscp_of, preempting_classes, tos_of)
 from controller.lifecycle import CoflowLifecycle
 from controller.model import Workload
 from controller.plan import Plan, PlanError, State
@@ -91,6 +95,10 @@ class RunConfig:
     """Seconds between pings to every agent during the run."""
     liveness_timeout: float = 5.0
     """An agent silent this long (stopped, hung) fails the run, naming its host."""
+    drain_bytes: int = 0
+    """What a flow can have in flight (the agents' receive window): after a flow stops or
+    moves to a lower class, its links count as draining for this many bytes at the core's
+    rate (0: never; :func:`controller.classes.preempting_classes`)."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -138,6 +146,10 @@ class EmulationRun:
         self.est_rate = np.zeros(nf)        # ... plus this emulated rate since, bytes/s
         self.pinned = np.full(nf, -1, dtype=np.int64)
         self.cls = np.full(nf, -1, dtype=np.int64)
+        # until when (time.monotonic) a flow that stopped or moved to a lower class may
+        # still have bytes queued on a core's input from a host / output to a host
+        self.drain_in = np.zeros((workload.fabric.cores, workload.fabric.ports))
+        self.drain_out = np.zeros((workload.fabric.cores, workload.fabric.ports))
         self.pace = np.full(nf, np.nan)
         self.sport = np.full(nf, -1, dtype=np.int64)     # connection a flow is sent on
         self._next_sport = 10000
@@ -358,11 +370,11 @@ class EmulationRun:
                 continue
             self._handle_setup(ev)
 
-    def _new_conn(self, key: tuple[int, int, int], cls: int = 0) -> int:
+    def _new_conn(self, key: tuple[int, int, int], cls: int = RUN_CLASS) -> int:
         """A new connection's source port for ``key``; its rule (class ``cls``) installed.
 
-        Class 0 by default (the prewarmed connections): it is what most flows start in
-        (in a matching no two running flows share a link). A flow whose rule is in
+        :data:`~controller.classes.RUN_CLASS` by default (the prewarmed connections): it
+        is what most flows start in (in a matching no two running flows share a link). A flow whose rule is in
         another class crosses the switch in that class until the modify lands, and its
         first segments stay there, behind whatever waits in it, after the rest of the
         flow moved: with the lowest class (until 2026-11-26) a flow's first byte waited
@@ -743,11 +755,13 @@ class EmulationRun:
             run = cap[order] > 0
         run_flows = order[run]
         if plan.sharing == "fair":
-            classes = np.zeros(len(run_flows), dtype=np.int64)
+            classes = np.full(len(run_flows), RUN_CLASS, dtype=np.int64)
         elif self.cfg.class_mapping == "coflow":
-            classes = coflow_classes(run_flows, a.coflow)
+            classes = coflow_classes(run_flows, a.coflow, N_DATA_CLASSES - 1) + RUN_CLASS
         else:
-            classes = conflict_classes(run_flows, a.src, a.dst, core)
+            classes = self._preempting(
+                order, run_flows, core,
+                conflict_classes(run_flows, a.src, a.dst, core, N_DATA_CLASSES - 1) + RUN_CLASS)
         new_cls = dict(zip(run_flows.tolist(), classes.tolist()))
         run_rate = dict(zip(order.tolist(), rate.tolist()))
         launches, updates, of_ops = [], {}, []
@@ -840,6 +854,28 @@ class EmulationRun:
                       running=int((self.status == RUNNING).sum()),
                       paused=int((self.status == PAUSED).sum()),
                       m_loop=round(self.m_loop, 6), m_signal=round(m_signal, 6), rules=token)
+
+    def _preempting(self, order, run_flows, core, base) -> np.ndarray:
+        """The classes of ``run_flows`` (:func:`controller.classes.preempting_classes`,
+        ``base`` their conflict classes from 1), after noting as draining the links of
+        the flows of ``order`` that stop sending now or move to a lower class."""
+        a = self.arrays
+        now = time.monotonic()
+        new = np.full(a.n_flows, N_DATA_CLASSES - 1, dtype=np.int64)   # paused: lowest
+        new[run_flows] = base
+        was = order[self.status[order] == RUNNING]
+        # (a flow in class 0 going back to its class leaves nothing another flow that
+        # preempts could be queued behind: those start in class 0 only above it)
+        lower = (new[was] > self.cls[was]) & ~((self.cls[was] == 0) & (new[was] == RUN_CLASS))
+        left = was[lower]
+        if len(left) and self.cfg.drain_bytes:
+            h = core[left]
+            until = now + self.cfg.drain_bytes * self.scale / self.core_rate[h]
+            np.maximum.at(self.drain_in, (h, a.src[left]), until)
+            np.maximum.at(self.drain_out, (h, a.dst[left]), until)
+        fresh = (self.status[run_flows] != RUNNING) | (self.cls[run_flows] == 0)
+        return preempting_classes(base, run_flows, a.src, a.dst, core, fresh,
+                                  self.drain_in > now, self.drain_out > now)
 
     def _take_conn(self, key: tuple[int, int, int], cls: int) -> int:
         """An idle connection for ``key`` (one whose rule has class ``cls`` if any), or a

@@ -417,3 +417,64 @@ def test_a_watcher_that_never_reads_is_disconnected_and_never_blocks_the_sender(
     assert closed.wait(5)         # the server let it go (on_close)
     s.close()
     srv.close()
+
+
+class _Recorder:
+    """An agent or the switches of a run, as the controller sees them: what it was told."""
+
+    def __init__(self):
+        self.sent, self.rules = [], []
+
+    def send(self, msg):
+        self.sent.append(msg)
+
+    def install_flow(self, core, sport, rule):
+        self.rules.append(rule)
+
+    def apply_rules(self, ops, t_recv, stats):
+        self.rules += [rule for _, _, rule in ops]
+
+
+def test_a_flow_that_preempts_another_overtakes_its_bytes_in_flight(tmp_path, monkeypatch):
+    """A paused flow's bytes in flight stay queued in the class it ran in; the flow that
+    preempts it starts one class higher while they can drain, then goes back."""
+    import time
+
+    from controller.classes import RUN_CLASS
+    from controller.model import Coflow, Fabric, Flow, Workload
+    from controller.plan import Plan
+    from controller.policies import get_policy
+    from controller.runtime import EmulationRun, RunConfig
+    w = Workload(Fabric(3, 1, 8e6), [Coflow("a", [Flow(0, 1, 1e6)]),
+                                     Coflow("b", [Flow(0, 2, 1e6)]),
+                                     Coflow("c", [Flow(2, 1, 1e6)])])
+    cfg = RunConfig(run_dir=str(tmp_path), api_path=str(tmp_path / "api"), ofp_port=0,
+                    n_hosts=3, n_cores=1, drain_bytes=10_000)    # 10 ms at 1 MB/s
+    run = EmulationRun(cfg, w, get_policy("fifo"), switches=_Recorder())
+    run.agents = [_Recorder() for _ in range(3)]
+    run.snapshot_async = lambda flows: None
+    run.warm_up()
+    run.t0 = time.time()
+    run.release(0.0)
+    run._make_ready()
+    clock = [100.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+
+    def apply(rank):
+        run._apply(Plan(core=np.zeros(3, dtype=np.int64), rank=np.array(rank, float),
+                        sharing="priority"), time.time(), "test")
+        return run.cls.tolist()
+
+    cls = apply([0, 1, 2])
+    assert cls[0] == RUN_CLASS and cls[1] == -1 and cls[2] == -1   # c waits behind a (dst 1)
+    cls = apply([1, 0, 2])          # b preempts a on host 0's input; c then takes dst 1
+    assert cls[0] == N_DATA_CLASSES - 1          # a: paused, lowest
+    assert cls[1] == 0                           # b: overtakes a's bytes on host 0's input
+    assert cls[2] == 0                           # c: a's bytes are queued to host 1 too
+    clock[0] += 0.005
+    assert apply([1, 0, 2])[1:] == [0, 0]        # a's bytes may still be there
+    clock[0] += 0.010
+    assert apply([1, 0, 2])[1:] == [RUN_CLASS, RUN_CLASS]   # drained: back, not up
+    launched = [m for ag in run.agents for m in ag.sent if m["op"] == "start"]
+    assert [m["tos"] for m in launched] == [tos_of(RUN_CLASS), tos_of(0), tos_of(0)]
+    run._dlog.close()

@@ -364,13 +364,16 @@ class MininetRun:
         api = os.path.join(self.run_dir, "api.sock")
         ofp_dir = cleaner.controller_dir(self.run_dir)
         os.mkdir(ofp_dir, 0o700)
+        rates = [r / self.time_scale * self.wire_overhead for r in w.fabric.rates]
         cfg = RunConfig(run_dir=self.run_dir, api_path=api, ofp_port=0,
                         ofp_path=os.path.join(ofp_dir, "of.sock"),
                         n_hosts=n_hosts, n_cores=w.fabric.cores, time_scale=self.time_scale,
                         interactive=self.interactive,
                         pause=self.pause,
                         class_mapping=self.class_mapping, run_timeout=self.timeout,
-                        exact_state=self.exact_state)
+                        exact_state=self.exact_state,
+                        # the kernel doubles a requested receive buffer
+                        drain_bytes=2 * self.window(rates))
         with open(os.path.join(self.run_dir, "config.json"), "w") as fh:
             fh.write(cfg.to_json())
         with open(os.path.join(self.run_dir, "workload.pkl"), "wb") as fh:
@@ -388,7 +391,6 @@ class MininetRun:
         tn = time.perf_counter()
         from mininet.log import setLogLevel
         setLogLevel("error" if self.quiet else "info")
-        rates = [r / self.time_scale * self.wire_overhead for r in w.fabric.rates]
         topo = ParallelTopo(hosts=n_hosts, cores=w.fabric.cores, rates=rates)
         self.datapath = self.datapath or choose_datapath()
         cleaner.write_state(self.run_dir, bridges=[s for s in topo.switches()])
