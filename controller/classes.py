@@ -52,11 +52,14 @@ Flows that preempt
 A flow that is paused, or moved to a lower class, still has its bytes in flight queued in
 its old class, and a leaf is a FIFO: a flow that starts on that link in the same class
 waits for all of them (at 1 Mbit/s a receive window of four segments was 65 ms before the
-new flow's first byte). So the controller runs the conflict classes one lower (1 to 7) and
-keeps class 0 for a flow that starts or resumes where such bytes may still be queued, if
-nothing ranked above it shares its links (:func:`preempting_classes`): it then overtakes
-them, and no order between running flows changes. Once they can have drained it goes back
-to its class (a move to a lower class never puts a flow's own packets out of order).
+new flow's first byte). So for plans without rate caps the controller runs the conflict
+classes one lower (1 to 7) and keeps class 0 for a flow that starts or resumes where such
+bytes may still be queued, if nothing ranked above it shares its links
+(:func:`preempting_classes`): it then overtakes them, and no order between running flows
+changes. Once they can have drained it goes back to its class (a move to a lower class
+never puts a flow's own packets out of order). Capped flows are paced at their planned
+rates, and MADD splits a port among long chains of flows that need every class: capped
+plans keep the conflict classes as they are.
 """
 from __future__ import annotations
 

@@ -758,6 +758,15 @@ class EmulationRun:
             classes = np.full(len(run_flows), RUN_CLASS, dtype=np.int64)
         elif self.cfg.class_mapping == "coflow":
             classes = coflow_classes(run_flows, a.coflow, N_DATA_CLASSES - 1) + RUN_CLASS
+        elif plan.rate_cap is not None:
+            # capped flows are paced at their planned rates and the classes only order
+            # what the caps leave, often among long chains of flows sharing a port (MADD
+            # splits a port among a coflow's flows): they keep every class. (sebf, 16 x 4
+            # at 1 Mbit/s, seed 1: a coflow of eight flows to one host, seven of them in a
+            # chain on one core, took its last flow to the lowest class with class 0 kept
+            # for preempting flows: p90 per-coflow error 12.9-25 % in three runs against
+            # 5.4-7.1 % in two.)
+            classes = conflict_classes(run_flows, a.src, a.dst, core)
         else:
             classes = self._preempting(
                 order, run_flows, core,
