@@ -370,15 +370,16 @@ class EmulationRun:
                 continue
             self._handle_setup(ev)
 
-    def _new_conn(self, key: tuple[int, int, int], cls: int = RUN_CLASS) -> int:
+    def _new_conn(self, key: tuple[int, int, int], cls: int = 0) -> int:
         """A new connection's source port for ``key``; its rule (class ``cls``) installed.
 
-        :data:`~controller.classes.RUN_CLASS` by default (the prewarmed connections): it
-        is what most flows start in (in a matching no two running flows share a link). A flow whose rule is in
-        another class crosses the switch in that class until the modify lands, and its
-        first segments stay there, behind whatever waits in it, after the rest of the
-        flow moved: with the lowest class (until 2026-11-26) a flow's first byte waited
-        behind paused flows' bytes in flight. lp-single on 16 x 4 at 1 Mbit/s, seed 1: a
+        Class 0 by default (the prewarmed connections): the class most flows of a capped
+        plan start in (in a matching no two running flows share a link), and above the
+        one the others start in (:data:`~controller.classes.RUN_CLASS`). A flow whose
+        rule is in another class crosses the switch in that class until the modify lands,
+        and its first segments stay there, behind whatever waits in it, after the rest of
+        the flow moved: with the lowest class (until 2026-11-26) a flow's first byte
+        waited behind paused flows' bytes in flight. lp-single on 16 x 4 at 1 Mbit/s, seed 1: a
         coflow of eight 8.6 kB flows to one host +50 % -> +13 / +22 %, p90 per-coflow
         error 31-34 % (three runs) -> 14.5 / 22.0 % (two runs)."""
         sport = self._next_sport
@@ -755,9 +756,9 @@ class EmulationRun:
             run = cap[order] > 0
         run_flows = order[run]
         if plan.sharing == "fair":
-            classes = np.full(len(run_flows), RUN_CLASS, dtype=np.int64)
+            classes = np.zeros(len(run_flows), dtype=np.int64)
         elif self.cfg.class_mapping == "coflow":
-            classes = coflow_classes(run_flows, a.coflow, N_DATA_CLASSES - 1) + RUN_CLASS
+            classes = coflow_classes(run_flows, a.coflow)
         elif plan.rate_cap is not None:
             # capped flows are paced at their planned rates and the classes only order
             # what the caps leave, often among long chains of flows sharing a port (MADD
