@@ -12,8 +12,8 @@ horizon), calls ``policy.plan(state)`` and *enforces* the plan:
   4-tuple, marks the flow's class (``set_field ip_dscp``) and forwards it; the agent marks
   the same class on its socket;
 * the plan's order becomes classes by :func:`controller.classes.conflict_classes`,
-  re-mapped at every event, one lower than they come (class 0 is kept for a flow that
-  starts where a flow it preempts still has bytes queued:
+  re-mapped at every event; for a plan without rate caps one lower than they come (class
+  0 is kept for a flow that starts where a flow it preempts still has bytes queued:
   :func:`controller.classes.preempting_classes`); a rule is modified when its flow's class
   changes;
 * a started flow the plan gives rate 0 is paused at its agent (and its rule drops to the

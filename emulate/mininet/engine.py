@@ -304,12 +304,14 @@ class MininetRun:
         still drain in their class) while leaving room for RTT jitter.
 
         What a preempted flow has in flight sits in the host's queue of the class it ran
-        in, which is the class the flow that preempts it starts in (a leaf is a FIFO), so
-        the new flow's first byte waits for all of it. With a floor of four segments (the
-        kernel advertised about 8 kB: 65 ms of a 1 Mbit/s link) the 8.6 kB flows of a
-        small lp-flow coflow on 16 x 4 (seed 1) reached their receiver 31-65 ms after their
-        first write (decision log), and the coflow took 0.236 s against the simulator's
-        0.138 (+71 %); with two segments +35 % (README: "A preempted flow's bytes in flight").
+        in, which was the class the flow that preempts it started in (a leaf is a FIFO;
+        since, plans without rate caps start such a flow one class higher:
+        :func:`controller.classes.preempting_classes`), so the new flow's first byte
+        waited for all of it. With a floor of four segments (the kernel advertised about
+        8 kB: 65 ms of a 1 Mbit/s link) the 8.6 kB flows of a small lp-flow coflow on
+        16 x 4 (seed 1) reached their receiver 31-65 ms after their first write (decision
+        log), and the coflow took 0.236 s against the simulator's 0.138 (+71 %); with two
+        segments +35 % (README: "A preempted flow's bytes in flight").
 
         A fixed floor of 16 kB (until 2026-11-26; 4 ms above it) was 130 ms of a 1 Mbit/s
         link: a 20 kB coflow of sincronia on 16 x 4 waited behind the flow it paused and took
