@@ -478,3 +478,45 @@ def test_a_flow_that_preempts_another_overtakes_its_bytes_in_flight(tmp_path, mo
     launched = [m for ag in run.agents for m in ag.sent if m["op"] == "start"]
     assert [m["tos"] for m in launched] == [tos_of(RUN_CLASS), tos_of(0), tos_of(0)]
     run._dlog.close()
+
+
+def test_a_flow_resumed_after_its_last_bytes_arrived_keeps_every_byte_in_its_segments(
+        tmp_path):
+    """A paused flow can finish from what its socket already held; when the controller
+    resumes it before the completion's report is read, the bytes since the last reading
+    still count (from that reading: they arrived before the resume)."""
+    import time
+
+    from controller.model import Coflow, Fabric, Flow, Workload
+    from controller.plan import Plan
+    from controller.policies import get_policy
+    from controller.runtime import EmulationRun, RunConfig
+    w = Workload(Fabric(2, 1, 8e6), [Coflow("a", [Flow(0, 1, 1e6)]),
+                                     Coflow("b", [Flow(0, 1, 1e6)])])
+    cfg = RunConfig(run_dir=str(tmp_path), api_path=str(tmp_path / "api"), ofp_port=0,
+                    n_hosts=2, n_cores=1)
+    run = EmulationRun(cfg, w, get_policy("fifo"), switches=_Recorder())
+    run.agents = [_Recorder() for _ in range(2)]
+    run.snapshot_async = lambda flows: None
+    run.warm_up()
+    run.t0 = time.time()
+    run.release(0.0)
+    run._make_ready()
+
+    def apply(rank):
+        run._apply(Plan(core=np.zeros(2, dtype=np.int64), rank=np.array(rank, float),
+                        sharing="priority"), time.time(), "test")
+
+    apply([0, 1])
+    time.sleep(0.02)
+    run._counters(1, {"ok": True, "rx": {"0": 600_000}, "t": time.time()})
+    apply([1, 0])                                  # b preempts a: a paused
+    t_done = time.time() + 0.01                    # a's socket held its last 400 kB
+    time.sleep(0.03)
+    apply([0, 1])                                  # a resumed after t_done
+    assert run.status[0] == 1 and run.seg_t[0] > t_done
+    run._flow_done(0, t_done)
+    s = np.array([seg for seg in run.segments if seg[0] == 0])
+    assert np.sum(s[:, 4] * (s[:, 3] - s[:, 2])) / 8 == pytest.approx(1e6)
+    assert s[:, 3].max() == pytest.approx(run.now_w(t_done))
+    run._dlog.close()
