@@ -16,6 +16,7 @@ output port) carries the same HTB tree (:func:`htb_priority_tree`)::
     1:12 rate ~0   ceil R    prio 1           data class 1            DSCP 41
     ...
     1:18 rate ~0   ceil R    prio 7           data class 7 (lowest)   DSCP 47
+    1:19 rate R/10 ceil R    prio 7           drain: paused flows     DSCP 48
 
 u32 filters send a packet to its data class by the DSCP in its TOS byte. Leaves are FIFOs
 (this kernel has no SFQ/fq_codel: within a class, flows queue behind each other, which is
@@ -31,6 +32,18 @@ out of what it sent: a 20 Mbit/s flow each way took 4.095 s against 3.998 s alon
 there, 66 bytes per 1514). The control class's guaranteed C = R/20 covers that (at most
 4.4 % of the reverse data), so ACKs and ARP are served before any data and a busy data
 class never delays the acknowledgements of another flow.
+
+A paused flow still has bytes in flight and in its socket (a receive window and up to
+``NOTSENT_LOWAT``: about 24 kB at 20 Mbit/s, 11 kB at 1 Mbit/s). They go to the drain
+class, which has a guaranteed :data:`DRAIN_SHARE` of the link: at 20 Mbit/s they cross it
+within about 0.1 s of the pause whatever runs above them, and the flows above run at 90 %
+meanwhile. In the lowest class (until 2026-11-27) they were starved while the flow that
+preempted theirs ran (tests/test_emulation_jobs.py, lp-single: 2.6 s); TCP timed them out
+again and again (``ss -ti``: backoff up to 5, 32 times the timeout), and once resumed the
+flow waited seconds for a retransmission: its 0.14 s remainder took 3.8-5.7 s in 3 of 20
+runs beside two busy loops, and two of the four tests that failed in CI on 2026-11-27 were
+this (a job 2.5 s and 8.1 s late). Timeouts per run there, 3 interleaved runs each beside
+two busy loops: 0, 1, 1 with the drain class against 5, 6, 6 without.
 
 Who marks: the switch rule of a flow sets its DSCP (OpenFlow ``set_field ip_dscp``), which
 the switch-side tree (downlink) acts on; the agent marks the same DSCP on its socket
@@ -72,8 +85,18 @@ RUN_CLASS = 1
 """The highest class of the conflict classes as the controller runs them; class 0 is kept
 for flows that preempt (:func:`preempting_classes`)."""
 
+DRAIN_CLASS = N_DATA_CLASSES
+"""The class of paused flows (module docstring), below every data class, with a rate of
+its own."""
+
+DRAIN_SHARE = 0.1
+"""The drain class's guaranteed share of the link. What a paused flow leaves crosses the
+link at some time anyway; this only decides how soon (24 kB at 20 Mbit/s: 0.1 s, within
+TCP's shortest timeout of 0.2 s) and how much the flows above it slow down meanwhile."""
+
 DSCP_BASE = 40
-"""Data class ``k`` is marked DSCP ``DSCP_BASE + k``. DSCP 0 (unmarked) is control."""
+"""Data class ``k`` is marked DSCP ``DSCP_BASE + k`` (the drain class too). DSCP 0
+(unmarked) is control."""
 
 CONTROL_SHARE = 0.05
 """Rate for unmarked (ACK/ARP) traffic beside the data's, as a share of the data's."""
@@ -100,8 +123,8 @@ bias +2.2 % against +1.5 %, two interleaved repeats each)."""
 
 
 def dscp_of(cls: int) -> int:
-    if not 0 <= cls < N_DATA_CLASSES:
-        raise ValueError(f"class must be in 0..{N_DATA_CLASSES - 1}, got {cls}")
+    if not 0 <= cls <= DRAIN_CLASS:
+        raise ValueError(f"class must be in 0..{DRAIN_CLASS}, got {cls}")
     return DSCP_BASE + int(cls)
 
 
@@ -131,7 +154,10 @@ def htb_priority_tree(intf: str, rate_bps: float) -> list[str]:
     for k in range(N_DATA_CLASSES):
         lines.append(f"class add dev {intf} parent 1:2 classid 1:{11 + k} htb rate {low}bit "
                      f"ceil {r}bit prio {k} quantum 1514 {opts}")
-    for k in range(N_DATA_CLASSES):
+    lines.append(f"class add dev {intf} parent 1:2 classid 1:{11 + DRAIN_CLASS} htb rate "
+                 f"{int(r * DRAIN_SHARE)}bit ceil {r}bit prio {N_DATA_CLASSES - 1} "
+                 f"quantum 1514 {opts}")
+    for k in range(DRAIN_CLASS + 1):
         lines.append(f"filter add dev {intf} parent 1: protocol ip prio 1 u32 "
                      f"match ip tos {tos_of(k):#04x} 0xfc flowid 1:{11 + k}")
     return lines

@@ -16,8 +16,8 @@ horizon), calls ``policy.plan(state)`` and *enforces* the plan:
   0 is kept for a flow that starts where a flow it preempts still has bytes queued:
   :func:`controller.classes.preempting_classes`); a rule is modified when its flow's class
   changes;
-* a started flow the plan gives rate 0 is paused at its agent (and its rule drops to the
-  lowest class) and resumed later;
+* a started flow the plan gives rate 0 is paused at its agent (its rule moves to the
+  drain class, :data:`~controller.classes.DRAIN_CLASS`) and resumed later;
 * a flow with a rate cap is paced by its agent at its planned payload rate
   (:mod:`emulate.mininet.pacer`);
 * with ``sharing="fair"`` every flow sends in one class and TCP shares.
@@ -50,7 +50,8 @@ import numpy as np
 
 from controller import rates
 from controller.api import ApiError
-from controller.classes import (N_DATA_CLASSES, RUN_CLASS, coflow_classes, conflict_classes,
+from controller.classes import (DRAIN_CLASS, N_DATA_CLASSES, RUN_CLASS, coflow_classes,
+                                conflict_classes,
                                 dscp_of, preempting_classes, tos_of)
 from controller.lifecycle import CoflowLifecycle
 from controller.model import Workload
@@ -830,16 +831,15 @@ class EmulationRun:
                          "paused": False, "pace_bps": None if np.isnan(self.pace[f])
                          else float(self.pace[f])})
             elif st == RUNNING:
-                # what the paused flow still has in its socket buffer drains in the
-                # lowest class, on capacity the running flows leave over
+                # what the paused flow still has in flight and in its socket drains in
+                # the drain class (controller.classes)
                 self.status[f] = PAUSED
                 log_pause.append(f)
-                lowest = N_DATA_CLASSES - 1
-                if self.cls[f] != lowest:
-                    self.cls[f] = lowest
-                    self._mark(f, lowest, of_ops)
+                if self.cls[f] != DRAIN_CLASS:
+                    self.cls[f] = DRAIN_CLASS
+                    self._mark(f, DRAIN_CLASS, of_ops)
                 updates.setdefault(int(a.src[f]), []).append(
-                    {"flow": f, "tos": tos_of(lowest), "paused": True,
+                    {"flow": f, "tos": tos_of(DRAIN_CLASS), "paused": True,
                      "pace_bps": None if np.isnan(self.pace[f]) else float(self.pace[f])})
         # The agents first: they are what starts and stops bytes; the rules follow in the
         # switches' own thread (Python's OpenFlow serialisation costs up to a millisecond
@@ -881,7 +881,7 @@ class EmulationRun:
         the flows of ``order`` that stop sending now or move to a lower class."""
         a = self.arrays
         now = time.monotonic()
-        new = np.full(a.n_flows, N_DATA_CLASSES - 1, dtype=np.int64)   # paused: lowest
+        new = np.full(a.n_flows, DRAIN_CLASS, dtype=np.int64)          # paused
         new[run_flows] = base
         was = order[self.status[order] == RUNNING]
         # (a flow in class 0 going back to its class leaves nothing another flow that

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from controller.api import AGENT_OPS, ApiError, ApiServer, Channel, parse, validate
-from controller.classes import (N_DATA_CLASSES, coflow_classes, conflict_classes,
+from controller.classes import (DRAIN_CLASS, N_DATA_CLASSES, coflow_classes, conflict_classes,
                                 htb_priority_tree, tos_of)
 from controller.rates import allocate
 
@@ -116,7 +116,7 @@ def test_coflow_classes_give_each_of_the_first_coflows_its_own_class():
 
 def test_htb_tree_has_a_filter_per_data_class_on_its_tos():
     lines = htb_priority_tree("x-eth0", 20e6)
-    for k in range(N_DATA_CLASSES):
+    for k in range(DRAIN_CLASS + 1):
         assert any(f"match ip tos {tos_of(k):#04x} 0xfc flowid 1:{11 + k}" in ln
                    for ln in lines)
 
@@ -128,15 +128,20 @@ def test_htb_tree_gives_the_data_the_link_rate_and_the_acks_a_budget_beside_it()
     assert "classid 1:10 htb rate 1000000bit ceil 21000000bit prio 0" in lines[2]
     assert "parent 1:1 classid 1:2 htb rate 20000000bit ceil 20000000bit" in lines[3]
     data = [ln for ln in lines if ln.startswith("class add")
-            and any(f"classid 1:{11 + k} " in ln for k in range(N_DATA_CLASSES))]
-    assert len(data) == N_DATA_CLASSES
+            and any(f"classid 1:{11 + k} " in ln for k in range(DRAIN_CLASS + 1))]
+    assert len(data) == N_DATA_CLASSES + 1
     assert all("parent 1:2 " in ln and "ceil 20000000bit" in ln for ln in data)
+    # the data classes live on borrowing (strict priority); the drain class below them
+    # has a tenth of the link of its own
+    assert all("rate 8000bit" in ln for ln in data[:-1])
+    assert f"classid 1:{11 + DRAIN_CLASS} htb rate 2000000bit ceil 20000000bit prio 7" \
+        in data[-1]
 
 
 def test_htb_bucket_is_a_few_ms_of_the_link_or_one_frame():
     """At 1 Mbit/s a bucket of four frames (48 ms) made 24 kB flows finish 26 % early."""
     for rate, bucket in ((1e6, 1514), (2e6, 1514), (20e6, 10000), (100e6, 50000)):
-        for line in htb_priority_tree("x-eth0", rate)[1:4 + N_DATA_CLASSES]:
+        for line in htb_priority_tree("x-eth0", rate)[1:5 + N_DATA_CLASSES]:
             assert line.endswith(f"burst {bucket}b cburst {bucket}b")
 
 
@@ -468,7 +473,7 @@ def test_a_flow_that_preempts_another_overtakes_its_bytes_in_flight(tmp_path, mo
     cls = apply([0, 1, 2])
     assert cls[0] == RUN_CLASS and cls[1] == -1 and cls[2] == -1   # c waits behind a (dst 1)
     cls = apply([1, 0, 2])          # b preempts a on host 0's input; c then takes dst 1
-    assert cls[0] == N_DATA_CLASSES - 1          # a: paused, lowest
+    assert cls[0] == DRAIN_CLASS                 # a: paused
     assert cls[1] == 0                           # b: overtakes a's bytes on host 0's input
     assert cls[2] == 0                           # c: a's bytes are queued to host 1 too
     clock[0] += 0.005

@@ -55,7 +55,7 @@ from controller.redundancy.simulator import Run
 from controller.redundancy.speed import Speed, from_points
 from controller.joint_runtime import ResidualPolicy
 from controller.redundancy.transfers import CheckpointState, Transfer, transfer_id
-from controller.classes import N_DATA_CLASSES, tos_of
+from controller.classes import DRAIN_CLASS, tos_of
 from controller.runtime import IDLE, PAUSED, EmulationRun, RunAborted, RunConfig
 
 __all__ = ["RedundancyEmulationRun", "emulated_policy", "flowtime_error", "speed_horizon",
@@ -361,7 +361,7 @@ class RedundancyEmulationRun(EmulationRun):
                 if self.status[f] != IDLE:           # its connection is not reused
                     self.status[f], self.est_rate[f] = PAUSED, 0.0
                     updates.setdefault(int(self.arrays.src[f]), []).append(
-                        {"flow": f, "tos": tos_of(N_DATA_CLASSES - 1), "paused": True,
+                        {"flow": f, "tos": tos_of(DRAIN_CLASS), "paused": True,
                          "pace_bps": None})
             for host, items in updates.items():
                 self.agents[host].send({"op": "update", "id": 0, "flows": items})

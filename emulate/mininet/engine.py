@@ -685,8 +685,8 @@ def run_mininet(workload: Workload, policy, *, time_scale: float = 1.0,
     progress : bool
         Show a progress bar of completed coflows.
     pause : bool
-        Pause started flows the plan gives rate 0 (default) instead of leaving them in the
-        lowest class.
+        Pause started flows the plan gives rate 0 (default; their rules go to the drain
+        class) instead of leaving them in their classes.
     class_mapping : {"conflict", "coflow"}
         How ranks map onto the 8 classes (:mod:`controller.classes`).
     datapath : {"kernel", "user", None}
