@@ -440,6 +440,33 @@ class _Recorder:
         self.rules += [rule for _, _, rule in ops]
 
 
+def _recorded_run(tmp_path, w, **options):
+    """An EmulationRun of ``w`` (one core) told to recording agents and switches, its
+    coflows released; ``apply(rank)`` enforces a priority plan of that rank and returns
+    the flows' classes."""
+    import time
+
+    from controller.plan import Plan
+    from controller.policies import get_policy
+    from controller.runtime import EmulationRun, RunConfig
+    n = w.fabric.ports
+    cfg = RunConfig(run_dir=str(tmp_path), api_path=str(tmp_path / "api"), ofp_port=0,
+                    n_hosts=n, n_cores=1, **options)
+    run = EmulationRun(cfg, w, get_policy("fifo"), switches=_Recorder())
+    run.agents = [_Recorder() for _ in range(n)]
+    run.snapshot_async = lambda flows: None
+    run.warm_up()
+    run.t0 = time.time()
+    run.release(0.0)
+    run._make_ready()
+
+    def apply(rank):
+        run._apply(Plan(core=np.zeros(len(rank), dtype=np.int64), rank=np.array(rank, float),
+                        sharing="priority"), time.time(), "test")
+        return run.cls.tolist()
+    return run, apply
+
+
 def test_a_flow_that_preempts_another_overtakes_its_bytes_in_flight(tmp_path, monkeypatch):
     """A paused flow's bytes in flight stay queued in the class it ran in; the flow that
     preempts it starts one class higher while they can drain, then goes back."""
@@ -447,28 +474,12 @@ def test_a_flow_that_preempts_another_overtakes_its_bytes_in_flight(tmp_path, mo
 
     from controller.classes import RUN_CLASS
     from controller.model import Coflow, Fabric, Flow, Workload
-    from controller.plan import Plan
-    from controller.policies import get_policy
-    from controller.runtime import EmulationRun, RunConfig
     w = Workload(Fabric(3, 1, 8e6), [Coflow("a", [Flow(0, 1, 1e6)]),
                                      Coflow("b", [Flow(0, 2, 1e6)]),
                                      Coflow("c", [Flow(2, 1, 1e6)])])
-    cfg = RunConfig(run_dir=str(tmp_path), api_path=str(tmp_path / "api"), ofp_port=0,
-                    n_hosts=3, n_cores=1, drain_bytes=10_000)    # 10 ms at 1 MB/s
-    run = EmulationRun(cfg, w, get_policy("fifo"), switches=_Recorder())
-    run.agents = [_Recorder() for _ in range(3)]
-    run.snapshot_async = lambda flows: None
-    run.warm_up()
-    run.t0 = time.time()
-    run.release(0.0)
-    run._make_ready()
+    run, apply = _recorded_run(tmp_path, w, drain_bytes=10_000)    # 10 ms at 1 MB/s
     clock = [100.0]
     monkeypatch.setattr(time, "monotonic", lambda: clock[0])
-
-    def apply(rank):
-        run._apply(Plan(core=np.zeros(3, dtype=np.int64), rank=np.array(rank, float),
-                        sharing="priority"), time.time(), "test")
-        return run.cls.tolist()
 
     cls = apply([0, 1, 2])
     assert cls[0] == RUN_CLASS and cls[1] == -1 and cls[2] == -1   # c waits behind a (dst 1)
@@ -493,25 +504,9 @@ def test_a_flow_resumed_after_its_last_bytes_arrived_keeps_every_byte_in_its_seg
     import time
 
     from controller.model import Coflow, Fabric, Flow, Workload
-    from controller.plan import Plan
-    from controller.policies import get_policy
-    from controller.runtime import EmulationRun, RunConfig
     w = Workload(Fabric(2, 1, 8e6), [Coflow("a", [Flow(0, 1, 1e6)]),
                                      Coflow("b", [Flow(0, 1, 1e6)])])
-    cfg = RunConfig(run_dir=str(tmp_path), api_path=str(tmp_path / "api"), ofp_port=0,
-                    n_hosts=2, n_cores=1)
-    run = EmulationRun(cfg, w, get_policy("fifo"), switches=_Recorder())
-    run.agents = [_Recorder() for _ in range(2)]
-    run.snapshot_async = lambda flows: None
-    run.warm_up()
-    run.t0 = time.time()
-    run.release(0.0)
-    run._make_ready()
-
-    def apply(rank):
-        run._apply(Plan(core=np.zeros(2, dtype=np.int64), rank=np.array(rank, float),
-                        sharing="priority"), time.time(), "test")
-
+    run, apply = _recorded_run(tmp_path, w)
     apply([0, 1])
     time.sleep(0.02)
     run._counters(1, {"ok": True, "rx": {"0": 600_000}, "t": time.time()})
