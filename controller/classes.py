@@ -16,7 +16,7 @@ output port) carries the same HTB tree (:func:`htb_priority_tree`)::
     1:12 rate ~0   ceil R    prio 1           data class 1            DSCP 41
     ...
     1:18 rate ~0   ceil R    prio 7           data class 7 (lowest)   DSCP 47
-    1:19 rate R/10 ceil R    prio 7           drain: paused flows     DSCP 48
+    1:19 rate D    ceil R    prio 7           drain: paused flows     DSCP 48
 
 u32 filters send a packet to its data class by the DSCP in its TOS byte. Leaves are FIFOs
 (this kernel has no SFQ/fq_codel: within a class, flows queue behind each other, which is
@@ -34,16 +34,22 @@ there, 66 bytes per 1514). The control class's guaranteed C = R/20 covers that (
 class never delays the acknowledgements of another flow.
 
 A paused flow still has bytes in flight and in its socket (a receive window and up to
-``NOTSENT_LOWAT``: about 24 kB at 20 Mbit/s, 11 kB at 1 Mbit/s). They go to the drain
-class, which has a guaranteed :data:`DRAIN_SHARE` of the link: at 20 Mbit/s they cross it
-within about 0.1 s of the pause whatever runs above them, and the flows above run at 90 %
-meanwhile. In the lowest class (until 2026-11-27) they were starved while the flow that
-preempted theirs ran (tests/test_emulation_jobs.py, lp-single: 2.6 s); TCP timed them out
-again and again (``ss -ti``: backoff up to 5, 32 times the timeout), and once resumed the
-flow waited seconds for a retransmission: its 0.14 s remainder took 3.8-5.7 s in 3 of 20
-runs beside two busy loops, and two of the four tests that failed in CI on 2026-11-27 were
-this (a job 2.5 s and 8.1 s late). Timeouts per run there, 3 interleaved runs each beside
-two busy loops: 0, 1, 1 with the drain class against 5, 6, 6 without.
+``NOTSENT_LOWAT`` unsent: about 24 kB at 20 Mbit/s, 11 kB at 1 Mbit/s). They go to the
+drain class. Its guaranteed rate D (:func:`drain_rate`) carries them across within
+:data:`DRAIN_SECONDS` of the pause, whatever runs above them, where that takes at most
+:data:`DRAIN_SHARE_MAX` of the link (from about 11 Mbit/s: a tenth of a 20 Mbit/s link);
+on slower links D is ~0, as for the data classes, and the drain class is a lowest class.
+
+Starved there while the flow that preempted theirs ran (tests/test_emulation_jobs.py,
+lp-single at 20 Mbit/s: 2.6 s), TCP timed them out again and again (``ss -ti``: backoff
+up to 5, 32 times the timeout), and once resumed the flow waited seconds for a
+retransmission: its 0.14 s remainder took 3.8-5.7 s in 3 of 20 runs beside two busy
+loops, and two of the four tests that failed in CI on 2026-11-27 were this (a job 2.5 s
+and 8.1 s late). Timeouts per run there, 3 interleaved runs each beside two busy loops: 0,
+1, 1 with a tenth of the link guaranteed against 5, 6, 6 without. At 1 Mbit/s the
+leftover is 90 ms of the link, and draining it at once costs the small flow that
+preempted it more than the timeouts do (16 x 4, seed 1, one run each: lp-flow p90 per-coflow
+error 27.6 % with a tenth guaranteed against 9.9 %, sincronia 6.8 % against 4.5 %).
 
 Who marks: the switch rule of a flow sets its DSCP (OpenFlow ``set_field ip_dscp``), which
 the switch-side tree (downlink) acts on; the agent marks the same DSCP on its socket
@@ -89,10 +95,14 @@ DRAIN_CLASS = N_DATA_CLASSES
 """The class of paused flows (module docstring), below every data class, with a rate of
 its own."""
 
-DRAIN_SHARE = 0.1
-"""The drain class's guaranteed share of the link. What a paused flow leaves crosses the
-link at some time anyway; this only decides how soon (24 kB at 20 Mbit/s: 0.1 s, within
-TCP's shortest timeout of 0.2 s) and how much the flows above it slow down meanwhile."""
+DRAIN_SECONDS = 0.1
+"""How soon what a paused flow leaves is to have crossed its link: within TCP's shortest
+retransmission timeout (0.2 s)."""
+
+DRAIN_SHARE_MAX = 0.125
+"""The largest share of a link the drain class is guaranteed. What a paused flow leaves
+crosses the link at some time anyway; the guarantee decides how soon, and how much the
+flows above it slow down meanwhile."""
 
 DSCP_BASE = 40
 """Data class ``k`` is marked DSCP ``DSCP_BASE + k`` (the drain class too). DSCP 0
@@ -133,11 +143,23 @@ def tos_of(cls: int) -> int:
     return dscp_of(cls) << 2
 
 
-def htb_priority_tree(intf: str, rate_bps: float) -> list[str]:
-    """``tc -batch`` lines installing the strict-priority tree above on ``intf``."""
+def drain_rate(rate_bps: float, leftover_bytes: float) -> float:
+    """The drain class's guaranteed rate on a link of ``rate_bps`` when a paused flow
+    leaves ``leftover_bytes`` (its window and unsent bytes): what carries them across in
+    :data:`DRAIN_SECONDS`, if that is at most :data:`DRAIN_SHARE_MAX` of the link, else 0
+    (module docstring)."""
+    need = leftover_bytes * 8.0 / DRAIN_SECONDS
+    return need if need <= DRAIN_SHARE_MAX * rate_bps else 0.0
+
+
+def htb_priority_tree(intf: str, rate_bps: float,
+                      leftover_bytes: float = 0.0) -> list[str]:
+    """``tc -batch`` lines installing the strict-priority tree above on ``intf``; a paused
+    flow leaves ``leftover_bytes`` (:func:`drain_rate`)."""
     r = int(round(rate_bps))
     ctl = max(int(r * CONTROL_SHARE), 8000)
     low = max(int(r * 1e-4), 8000)
+    drain = max(int(drain_rate(r, leftover_bytes)), low)
     # bucket: BURST_SECONDS of the link. A big bucket (Mininet uses 15 kB) lets a flow
     # that starts on an idle link go out at line rate for its first ten frames, making
     # short flows faster than the link rate allows.
@@ -155,7 +177,7 @@ def htb_priority_tree(intf: str, rate_bps: float) -> list[str]:
         lines.append(f"class add dev {intf} parent 1:2 classid 1:{11 + k} htb rate {low}bit "
                      f"ceil {r}bit prio {k} quantum 1514 {opts}")
     lines.append(f"class add dev {intf} parent 1:2 classid 1:{11 + DRAIN_CLASS} htb rate "
-                 f"{int(r * DRAIN_SHARE)}bit ceil {r}bit prio {N_DATA_CLASSES - 1} "
+                 f"{drain}bit ceil {r}bit prio {N_DATA_CLASSES - 1} "
                  f"quantum 1514 {opts}")
     for k in range(DRAIN_CLASS + 1):
         lines.append(f"filter add dev {intf} parent 1: protocol ip prio 1 u32 "

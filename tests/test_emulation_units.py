@@ -131,11 +131,26 @@ def test_htb_tree_gives_the_data_the_link_rate_and_the_acks_a_budget_beside_it()
             and any(f"classid 1:{11 + k} " in ln for k in range(DRAIN_CLASS + 1))]
     assert len(data) == N_DATA_CLASSES + 1
     assert all("parent 1:2 " in ln and "ceil 20000000bit" in ln for ln in data)
-    # the data classes live on borrowing (strict priority); the drain class below them
-    # has a tenth of the link of its own
-    assert all("rate 8000bit" in ln for ln in data[:-1])
-    assert f"classid 1:{11 + DRAIN_CLASS} htb rate 2000000bit ceil 20000000bit prio 7" \
-        in data[-1]
+    # the data classes live on borrowing (strict priority), and so does the drain class
+    # below them when a paused flow leaves nothing
+    assert all("rate 8000bit" in ln for ln in data)
+
+
+def test_the_drain_class_carries_a_paused_flows_leftover_in_a_tenth_of_a_second_or_waits():
+    """At 20 Mbit/s a window and the unsent bytes (24 kB) get a tenth of the link of their
+    own; at 1 Mbit/s (11 kB: 90 ms of the link) the drain class is a lowest class."""
+    from controller.classes import DRAIN_SECONDS, DRAIN_SHARE_MAX, drain_rate
+    from emulate.mininet.agent import NOTSENT_LOWAT
+    from emulate.mininet.engine import MininetRun
+    leftover = MininetRun.window(MininetRun, [20e6]) + NOTSENT_LOWAT
+    d = drain_rate(20e6, leftover)
+    assert d * DRAIN_SECONDS == leftover * 8 and 0.09 < d / 20e6 <= DRAIN_SHARE_MAX
+    cls = f"classid 1:{11 + DRAIN_CLASS} htb rate {int(d)}bit ceil 20000000bit prio 7"
+    assert any(cls in ln for ln in htb_priority_tree("x-eth0", 20e6, leftover))
+    slow = MininetRun.window(MininetRun, [1e6]) + NOTSENT_LOWAT
+    assert drain_rate(1e6, slow) == 0.0
+    cls = f"classid 1:{11 + DRAIN_CLASS} htb rate 8000bit ceil 1000000bit prio 7"
+    assert any(cls in ln for ln in htb_priority_tree("x-eth0", 1e6, slow))
 
 
 def test_htb_bucket_is_a_few_ms_of_the_link_or_one_frame():

@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 
 import numpy as np
 
@@ -49,6 +50,7 @@ from controller.classes import htb_priority_tree
 from controller.model import Workload
 from controller.runtime import RunConfig
 from emulate.mininet import clean as cleaner
+from emulate.mininet.agent import NOTSENT_LOWAT
 from emulate.engines import EngineError, Interrupted
 from emulate.io.records import RunResult, Segments
 from emulate.mininet.lock import hold as machine_lock
@@ -398,7 +400,8 @@ class MininetRun:
         cleaner.write_state(self.run_dir, bridges=[s for s in topo.switches()])
         self.net = build_network(topo, cfg.ofp_port, controller_path=cfg.ofp_path,
                                  datapath=self.datapath,
-                                 qdisc=htb_priority_tree)
+                                 qdisc=partial(htb_priority_tree,
+                                               leftover_bytes=self.window(rates) + NOTSENT_LOWAT))
         shells = [(n.pid, f"mininet:{n.name}") for n in self.net.hosts + self.net.switches
                   if getattr(n, "pid", None)]
         cleaner.add_procs(self.run_dir, shells)
