@@ -35,21 +35,26 @@ class never delays the acknowledgements of another flow.
 
 A paused flow still has bytes in flight and in its socket (a receive window and up to
 ``NOTSENT_LOWAT`` unsent: about 24 kB at 20 Mbit/s, 11 kB at 1 Mbit/s). They go to the
-drain class. Its guaranteed rate D (:func:`drain_rate`) carries them across within
-:data:`DRAIN_SECONDS` of the pause, whatever runs above them, where that takes at most
-:data:`DRAIN_SHARE_MAX` of the link (from about 11 Mbit/s: a tenth of a 20 Mbit/s link);
-on slower links D is ~0, as for the data classes, and the drain class is a lowest class.
+drain class, below every data class. Where they can cross the link within
+:data:`DRAIN_SECONDS` at :data:`DRAIN_SHARE` of it (:func:`drain_rate`: from about 5 Mbit/s)
+that share D is guaranteed to them whatever runs above, so TCP's retransmission timer
+backs off two or three times at most before their ACKs reset it; on slower links D is
+~0, as for the data classes, and the drain class is a lowest class.
 
 Starved there while the flow that preempted theirs ran (tests/test_emulation_jobs.py,
 lp-single at 20 Mbit/s: 2.6 s), TCP timed them out again and again (``ss -ti``: backoff
 up to 5, 32 times the timeout), and once resumed the flow waited seconds for a
 retransmission: its 0.14 s remainder took 3.8-5.7 s in 3 of 20 runs beside two busy
 loops, and two of the four tests that failed in CI on 2026-11-27 were this (a job 2.5 s
-and 8.1 s late). Timeouts per run there, 3 interleaved runs each beside two busy loops: 0,
-1, 1 with a tenth of the link guaranteed against 5, 6, 6 without. At 1 Mbit/s the
-leftover is 90 ms of the link, and draining it at once costs the small flow that
-preempted it more than the timeouts do (16 x 4, seed 1, one run each: lp-flow p90 per-coflow
-error 27.6 % with a tenth guaranteed against 9.9 %, sincronia 6.8 % against 4.5 %).
+and 8.1 s late). Timeouts per run there beside two busy loops: 1-3 (mean 2.1, 8 runs, no
+slow one) with a fiftieth guaranteed, 5-6 without. A larger share drains sooner but costs
+the small flows that preempt: with a tenth (0.1 s at 20 Mbit/s, under TCP's shortest
+timeout) the p90 per-coflow error on 4 x 2 at 20 Mbit/s rose in 8 of 8 runs (sincronia,
+lp-flow, lp-single, scf; seeds 1, 2; e.g. lp-flow seed 1 52.5 % against 14.5 %); with a
+fiftieth it went either way (4 lower, 4 higher: within what runs vary by). On 16 x 4 at
+1 Mbit/s, where the drain would take 4.4 s, a fiftieth made TCP time out 1030 times
+against 234 and lp-flow's p90 13.1 % against 7.7 % (sincronia: 586 against 163, 10.6 %
+against 5.3 %; seed 1, one run each).
 
 Who marks: the switch rule of a flow sets its DSCP (OpenFlow ``set_field ip_dscp``), which
 the switch-side tree (downlink) acts on; the agent marks the same DSCP on its socket
@@ -95,14 +100,14 @@ DRAIN_CLASS = N_DATA_CLASSES
 """The class of paused flows (module docstring), below every data class, with a rate of
 its own."""
 
-DRAIN_SECONDS = 0.1
-"""How soon what a paused flow leaves is to have crossed its link: within TCP's shortest
-retransmission timeout (0.2 s)."""
+DRAIN_SHARE = 0.02
+"""The share of a link guaranteed to the drain class (where :func:`drain_rate` grants it).
+What a paused flow leaves crosses the link at some time anyway; the share decides how
+soon, and how much the flows above it slow down meanwhile (module docstring)."""
 
-DRAIN_SHARE_MAX = 0.125
-"""The largest share of a link the drain class is guaranteed. What a paused flow leaves
-crosses the link at some time anyway; the guarantee decides how soon, and how much the
-flows above it slow down meanwhile."""
+DRAIN_SECONDS = 1.0
+"""How long what a paused flow leaves may take at :data:`DRAIN_SHARE` for the share to be
+granted: TCP's timer then backs off two or three times (0.2, 0.4, 0.8 s) at most."""
 
 DSCP_BASE = 40
 """Data class ``k`` is marked DSCP ``DSCP_BASE + k`` (the drain class too). DSCP 0
@@ -145,17 +150,17 @@ def tos_of(cls: int) -> int:
 
 def drain_rate(rate_bps: float, leftover_bytes: float) -> float:
     """The drain class's guaranteed rate on a link of ``rate_bps`` when a paused flow
-    leaves ``leftover_bytes`` (its window and unsent bytes): what carries them across in
-    :data:`DRAIN_SECONDS`, if that is at most :data:`DRAIN_SHARE_MAX` of the link, else 0
-    (module docstring)."""
-    need = leftover_bytes * 8.0 / DRAIN_SECONDS
-    return need if need <= DRAIN_SHARE_MAX * rate_bps else 0.0
+    leaves ``leftover_bytes`` (its window and unsent bytes): :data:`DRAIN_SHARE` of the
+    link if that carries them across within :data:`DRAIN_SECONDS`, else 0 (module
+    docstring)."""
+    d = DRAIN_SHARE * rate_bps
+    return d if leftover_bytes * 8.0 <= d * DRAIN_SECONDS else 0.0
 
 
 def htb_priority_tree(intf: str, rate_bps: float,
-                      leftover_bytes: float = 0.0) -> list[str]:
+                      leftover_bytes: float = float("inf")) -> list[str]:
     """``tc -batch`` lines installing the strict-priority tree above on ``intf``; a paused
-    flow leaves ``leftover_bytes`` (:func:`drain_rate`)."""
+    flow leaves ``leftover_bytes`` (:func:`drain_rate`; unknown: nothing guaranteed)."""
     r = int(round(rate_bps))
     ctl = max(int(r * CONTROL_SHARE), 8000)
     low = max(int(r * 1e-4), 8000)

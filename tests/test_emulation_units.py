@@ -136,15 +136,16 @@ def test_htb_tree_gives_the_data_the_link_rate_and_the_acks_a_budget_beside_it()
     assert all("rate 8000bit" in ln for ln in data)
 
 
-def test_the_drain_class_carries_a_paused_flows_leftover_in_a_tenth_of_a_second_or_waits():
-    """At 20 Mbit/s a window and the unsent bytes (24 kB) get a tenth of the link of their
-    own; at 1 Mbit/s (11 kB: 90 ms of the link) the drain class is a lowest class."""
-    from controller.classes import DRAIN_SECONDS, DRAIN_SHARE_MAX, drain_rate
+def test_the_drain_class_carries_a_paused_flows_leftover_within_a_second_or_waits():
+    """At 20 Mbit/s a window and the unsent bytes (24 kB) get a fiftieth of the link of
+    their own (0.5 s); at 1 Mbit/s (11 kB: 4.4 s at a fiftieth) the drain class is a
+    lowest class."""
+    from controller.classes import DRAIN_SECONDS, drain_rate
     from emulate.mininet.agent import NOTSENT_LOWAT
     from emulate.mininet.engine import MininetRun
     leftover = MininetRun.window(MininetRun, [20e6]) + NOTSENT_LOWAT
     d = drain_rate(20e6, leftover)
-    assert d * DRAIN_SECONDS == leftover * 8 and 0.09 < d / 20e6 <= DRAIN_SHARE_MAX
+    assert d == 0.02 * 20e6 and leftover * 8 / d < DRAIN_SECONDS
     cls = f"classid 1:{11 + DRAIN_CLASS} htb rate {int(d)}bit ceil 20000000bit prio 7"
     assert any(cls in ln for ln in htb_priority_tree("x-eth0", 20e6, leftover))
     slow = MininetRun.window(MininetRun, [1e6]) + NOTSENT_LOWAT
