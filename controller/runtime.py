@@ -51,8 +51,7 @@ import numpy as np
 from controller import rates
 from controller.api import ApiError
 from controller.classes import (DRAIN_CLASS, N_DATA_CLASSES, RUN_CLASS, coflow_classes,
-                                conflict_classes,
-                                dscp_of, preempting_classes, tos_of)
+                                conflict_classes, dscp_of, preempting_classes, tos_of)
 from controller.lifecycle import CoflowLifecycle
 from controller.model import Workload
 from controller.plan import Plan, PlanError, State

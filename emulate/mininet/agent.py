@@ -32,8 +32,8 @@ then serves two roles (three when the host is a machine of a joint workload):
   ``copy_done``.
 
 A paused flow stops writing; what is already in its socket (``TCP_NOTSENT_LOWAT`` keeps it
-small) still drains, in the drain class (:mod:`controller.classes`). Standard library only: startup is fast and the
-agent costs little CPU next to the switch.
+small) still drains, in the drain class (:mod:`controller.classes`). Standard library
+only: startup is fast and the agent costs little CPU next to the switch.
 
 The agent exits when the controller says ``stop`` or its connection closes, and (Linux)
 when the engine process that started it dies.

@@ -369,6 +369,7 @@ class MininetRun:
         ofp_dir = cleaner.controller_dir(self.run_dir)
         os.mkdir(ofp_dir, 0o700)
         rates = [r / self.time_scale * self.wire_overhead for r in w.fabric.rates]
+        window = self.window(rates)
         cfg = RunConfig(run_dir=self.run_dir, api_path=api, ofp_port=0,
                         ofp_path=os.path.join(ofp_dir, "of.sock"),
                         n_hosts=n_hosts, n_cores=w.fabric.cores, time_scale=self.time_scale,
@@ -377,7 +378,7 @@ class MininetRun:
                         class_mapping=self.class_mapping, run_timeout=self.timeout,
                         exact_state=self.exact_state,
                         # the kernel doubles a requested receive buffer
-                        drain_bytes=2 * self.window(rates))
+                        drain_bytes=2 * window)
         with open(os.path.join(self.run_dir, "config.json"), "w") as fh:
             fh.write(cfg.to_json())
         with open(os.path.join(self.run_dir, "workload.pkl"), "wb") as fh:
@@ -401,7 +402,7 @@ class MininetRun:
         self.net = build_network(topo, cfg.ofp_port, controller_path=cfg.ofp_path,
                                  datapath=self.datapath,
                                  qdisc=partial(htb_priority_tree,
-                                               leftover_bytes=self.window(rates) + NOTSENT_LOWAT))
+                                               leftover_bytes=window + NOTSENT_LOWAT))
         shells = [(n.pid, f"mininet:{n.name}") for n in self.net.hosts + self.net.switches
                   if getattr(n, "pid", None)]
         cleaner.add_procs(self.run_dir, shells)
@@ -426,7 +427,7 @@ class MininetRun:
             with open(os.path.join(self.run_dir, f"agent{i}.out"), "wb") as log:
                 p = start_python("emulate.mininet.agent", [
                     "--api", api, "--host", str(i), "--port", str(cfg.data_port),
-                    "--nice", str(self.nice), "--window", str(self.window(rates))],
+                    "--nice", str(self.nice), "--window", str(window)],
                     run_dir=self.run_dir, stdout=log, popen=h.popen)
             self.agents.append(p)
             procs.append((p.pid, "emulate.mininet.agent"))
