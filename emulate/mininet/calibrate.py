@@ -269,7 +269,9 @@ def measure_forwarding(seconds: float = 1.5, *, datapath: str | None = None,
                 servers.append(net.get(host_name(i)).popen(
                     ["iperf3", "-s", "-1", "-p", "5201"], stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL))
-            time.sleep(0.3)
+            # a fixed wait lost this race in CI ("unable to connect to server")
+            for i, p in enumerate(servers):
+                wait_listening(net.get(host_name(i)), 5201, p)
             for src, dst, core in pairs:
                 clients.append(net.get(host_name(src)).popen(
                     ["iperf3", "-c", core_address(dst, core), "-p", "5201", "-J",
@@ -306,6 +308,26 @@ def wait_reachable(host, addr: str, timeout: float = 30.0) -> None:
             raise EmulationError(f"calibration: {addr} unreachable from {host.name} after "
                                  f"{timeout:g} s (the controller's rules missing?)")
         time.sleep(0.2)
+
+
+def wait_listening(host, port: int, server, timeout: float = 10.0) -> None:
+    """Wait until a TCP socket listens on ``port`` in ``host``'s namespace (``ss``); raise
+    :class:`~emulate.mininet.engine.EmulationError` if ``server`` (its process) exits
+    first or after ``timeout`` seconds."""
+    from emulate.mininet.engine import EmulationError
+    deadline = time.monotonic() + timeout
+    while True:
+        out = host.popen(["ss", "-Hltn", f"sport = :{port}"], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL).communicate()[0]
+        if out.strip():
+            return
+        if server.poll() is not None:
+            raise EmulationError(f"calibration: iperf3 server on {host.name} exited "
+                                 f"(code {server.returncode}) before listening on {port}")
+        if time.monotonic() > deadline:
+            raise EmulationError(f"calibration: nothing listens on {host.name}:{port} after "
+                                 f"{timeout:g} s")
+        time.sleep(0.05)
 
 
 def probe_fabric(workload) -> tuple[int, int]:
