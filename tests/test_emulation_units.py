@@ -357,6 +357,27 @@ def _joint_run(tmp_path):
     return run
 
 
+def test_the_joint_warm_up_plans_on_a_driver_of_its_own(tmp_path, caplog, monkeypatch):
+    """The compute policy plans once before the clock starts (its first call imports its
+    LP solver: in the run, the first tasks started up to 0.9 s late), on a driver of its
+    own: the run's plan, segments and agents stay untouched."""
+    import logging
+
+    from controller.jobrun import JobDriver
+    run = _joint_run(tmp_path)
+    replans = run.driver.model.replans
+    planned, replan = [], JobDriver.replan
+    monkeypatch.setattr(JobDriver, "replan", lambda d, *a: planned.append((d, replan(d, *a)))
+                        or planned[-1][1])
+    with caplog.at_level(logging.WARNING, logger="coflowemu.controller"):
+        run.warm_up()
+    assert "warm-up failed" not in caplog.text
+    assert [(d is run.driver, bool(p)) for d, p in planned] == [(False, True)]
+    assert run.driver.model.replans == replans and not run.segs and run.cplan == 0
+    assert all(not a.sent for a in run.agents.values())
+    assert np.isnan(run.driver.model.completion).all()
+
+
 def test_a_tasks_pieces_start_in_plan_order_even_when_a_later_one_is_due_first(tmp_path):
     """A re-plan's first piece of a task waits while the cut piece still runs; the task's
     last piece, due next, must not overtake it (it would end the task on its machine and
