@@ -160,6 +160,7 @@ class CoflowController(app_manager.OSKenApp):
             sink.append(ms)
             self.run.decision(event="rules_installed", token=token, event_to_rules_ms=round(ms, 3),
                               m=round(time.monotonic(), 6))
+            self.run.events.put(("rules_installed", time.time(), token))
 
     @set_ev_cls(ofp_event.EventOFPErrorMsg, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def error_msg(self, ev):

@@ -32,6 +32,15 @@ before the rule changes go to the switches; the State's byte counts are estimate
 measured counters plus the planned rates since) instead of waiting a round trip to every
 receiver (``exact_state`` waits); counters for the segments are collected asynchronously.
 
+Resumes are the exception: a resumed flow's agent is told once the switch has its new rule
+(the ``rules_installed`` barrier, 3-30 ms). Told at once, it sent its first window while
+the rule still put it in the drain class, and its own later packets, in the new class,
+overtook them: holes in its sequence that only the retransmission timer repaired, a
+timer that the paused flow's drained round trips (up to 0.5 s in the drain class) had
+inflated to 0.5-0.7 s (``ss -ti``: ``rto:532 rtt:17.986/24.659``, 11 of 13 segments
+SACKed, nothing sent for 0.56 s). In ``tests/test_emulation_jobs.py`` that made a job 9-17 %
+late in 4 of 30 runs (5 cases x 6, 2026-11-27); told after the rule, 0 of 30.
+
 Times: the emulation runs ``time_scale`` times slower than the workload (link rates
 divided by it, release times multiplied by it); every time reported is converted back to
 workload seconds, so records compare directly with the simulator's.
@@ -168,6 +177,9 @@ class EmulationRun:
         self.seg_t = np.full(nf, np.nan)
         self.seg_rx = np.zeros(nf)
         self.read_t = np.full(nf, np.nan)
+        # resumed flows whose agent waits for their rule (see _apply):
+        # flow -> [rules token, host, update item, time.time() of the decision]
+        self.resumes: dict[int, list] = {}
         self.segments: list[tuple[int, int, float, float, float]] = []
         # bookkeeping
         self.agents: dict[int, object] = {}
@@ -183,7 +195,8 @@ class EmulationRun:
         self.finished = False
         self.error: str | None = None
         self.stats: dict[str, list] = {"policy_ms": [], "snapshot_ms": [],
-                                       "event_to_rules_ms": [], "event_to_signal_ms": []}
+                                       "event_to_rules_ms": [], "event_to_signal_ms": [],
+                                       "resume_wait_ms": []}
         self.api_errors = 0
         self._dlock = threading.Lock()
         self._dlog = open(f"{cfg.run_dir}/decisions.jsonl", "a", buffering=1)
@@ -571,6 +584,8 @@ class EmulationRun:
                 raise RunAborted(f"agent of host {host} reports for flow {f}: {err}")
             elif kind == "counters":
                 self._counters(*data)
+            elif kind == "rules_installed":
+                self._resume(data)
             elif kind == "register":
                 log.warning("agent of host %s registered again during the run", data)
             elif kind == "switch_ready":
@@ -608,6 +623,7 @@ class EmulationRun:
             # measuring a 53 kB flow of the DAG test as 46 kB, 2026-11-27)
             self.seg_t[f] = self.read_t[f]
         self._close_segment(f, t_done, float(a.size[f]))
+        self.resumes.pop(f, None)
         self.status[f] = DONE
         self.flow_done[f] = True
         self.rx[f] = a.size[f]
@@ -816,6 +832,7 @@ class EmulationRun:
                     changed["paused"] = False
                     log_resume.append(f)
                     self.seg_t[f], self.seg_rx[f] = t_now, self.rx[f]
+                n_ops = len(of_ops)
                 if c != self.cls[f]:
                     self.cls[f] = c
                     self._mark(f, c, of_ops)
@@ -825,14 +842,25 @@ class EmulationRun:
                     self.pace[f] = pace
                     changed["pace_bps"] = None if np.isnan(pace) else float(pace)
                     log_pace.append((f, None if np.isnan(pace) else round(pace / 1e6, 4)))
-                if changed:
-                    updates.setdefault(int(a.src[f]), []).append(
-                        {"flow": f, "tos": tos_of(int(self.cls[f])),
-                         "paused": False, "pace_bps": None if np.isnan(self.pace[f])
-                         else float(self.pace[f])})
+                if changed or f in self.resumes:
+                    item = {"flow": f, "tos": tos_of(int(self.cls[f])), "paused": False,
+                            "pace_bps": None if np.isnan(self.pace[f])
+                            else float(self.pace[f])}
+                    if st == PAUSED and len(of_ops) > n_ops:
+                        # its rule leaves the drain class: the agent resumes once the
+                        # switch has the new one (module docstring, "Resumes")
+                        self.resumes[f] = [None, int(a.src[f]), item, t_now]
+                    elif f in self.resumes:
+                        # not resumed yet: its agent waits for the rule as planned
+                        self.resumes[f][2] = item
+                        if len(of_ops) > n_ops:
+                            self.resumes[f][0] = None        # ... and the newer one
+                    else:
+                        updates.setdefault(int(a.src[f]), []).append(item)
             elif st == RUNNING:
                 # what the paused flow still has in flight and in its socket drains in
                 # the drain class (controller.classes)
+                self.resumes.pop(f, None)
                 self.status[f] = PAUSED
                 log_pause.append(f)
                 if self.cls[f] != DRAIN_CLASS:
@@ -860,6 +888,11 @@ class EmulationRun:
             self.agents[host].send({"op": "update", "id": 0, "flows": items})
         m_signal = time.monotonic()
         token = self.switches.apply_rules(of_ops, t_recv, self.stats["event_to_rules_ms"])
+        for r in self.resumes.values():
+            if r[0] is None:
+                r[0] = 0 if token is None else token
+        if token is None:                   # switches that report no installation
+            self._resume(np.inf)
         self.stats["event_to_signal_ms"].append((time.time() - t_recv) * 1e3)
         self.est_rate[:] = 0.0
         for f, r in run_rate.items():
@@ -874,6 +907,22 @@ class EmulationRun:
                       running=int((self.status == RUNNING).sum()),
                       paused=int((self.status == PAUSED).sum()),
                       m_loop=round(self.m_loop, 6), m_signal=round(m_signal, 6), rules=token)
+
+    def _resume(self, token: float) -> None:
+        """Tell the agents of the resumed flows waiting for rules up to ``token`` (rules
+        are installed in order: a later token's barrier answers for earlier ones)."""
+        now = time.time()
+        due = sorted(f for f, r in self.resumes.items() if r[0] is not None and r[0] <= token)
+        if not due:
+            return
+        by_host: dict[int, list] = {}
+        for f in due:
+            _, host, item, t = self.resumes.pop(f)
+            by_host.setdefault(host, []).append(item)
+            self.stats["resume_wait_ms"].append((now - t) * 1e3)
+        for host, items in by_host.items():
+            self.agents[host].send({"op": "update", "id": 0, "flows": items})
+        self.decision(event="resume_sent", flows=due, token=None if token == np.inf else token)
 
     def _preempting(self, order, run_flows, core, base) -> np.ndarray:
         """The classes of ``run_flows`` (:func:`controller.classes.preempting_classes`,

@@ -154,6 +154,54 @@ def test_the_drain_class_carries_a_paused_flows_leftover_within_a_second_or_wait
     assert any(cls in ln for ln in htb_priority_tree("x-eth0", 1e6, slow))
 
 
+def test_a_resumed_writer_waits_until_its_socket_is_acknowledged():
+    """A resumed flow's agent writes again only once what its pause left in the network
+    is acknowledged (its new bytes, one class up, would overtake it): the wait ends when
+    the receiver takes the bytes, or when the flow is paused again."""
+    import socket
+    import threading
+    import time
+    import types
+
+    from emulate.mininet.agent import Connection, Job, unacknowledged
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    c = socket.create_connection(srv.getsockname())
+    peer, _ = srv.accept()
+    c.setblocking(False)
+    sent = 0
+    try:
+        while True:                           # the receiver does not read: fill up
+            sent += c.send(bytes(65536))
+    except BlockingIOError:
+        pass
+    assert unacknowledged(c) > 0
+    conn = Connection(types.SimpleNamespace(stopping=threading.Event()), "", 0, "", 0)
+    job = Job({"flow": 0, "bytes": 1, "paused": False, "tos": 0})
+    waiter = threading.Thread(target=conn._wait_drained, args=(c, job))
+    waiter.start()
+    waiter.join(0.3)
+    assert waiter.is_alive()                  # bytes in the network: it waits
+    got = 0
+    while got < sent:
+        got += len(peer.recv(1 << 20))
+    waiter.join(2.0)
+    assert not waiter.is_alive() and unacknowledged(c) == 0
+    try:
+        while True:
+            c.send(bytes(65536))
+    except BlockingIOError:
+        pass
+    job.go.clear()                            # paused again: no wait at all
+    t = time.monotonic()
+    conn._wait_drained(c, job)
+    assert time.monotonic() - t < 0.1 and unacknowledged(c) > 0
+    for x in (c, peer, srv):
+        x.close()
+
+
 def test_htb_bucket_is_a_few_ms_of_the_link_or_one_frame():
     """At 1 Mbit/s a bucket of four frames (48 ms) made 24 kB flows finish 26 % early."""
     for rate, bucket in ((1e6, 1514), (2e6, 1514), (20e6, 10000), (100e6, 50000)):
@@ -530,6 +578,58 @@ def test_a_flow_that_preempts_another_overtakes_its_bytes_in_flight(tmp_path, mo
     assert apply([1, 0, 2])[1:] == [RUN_CLASS, RUN_CLASS]   # drained: back, not up
     launched = [m for ag in run.agents for m in ag.sent if m["op"] == "start"]
     assert [m["tos"] for m in launched] == [tos_of(RUN_CLASS), tos_of(0), tos_of(0)]
+    run._dlog.close()
+
+
+def test_a_resumed_flow_is_told_once_its_rule_left_the_drain_class(tmp_path):
+    """Pauses and launches go to the agents at once; a resume waits for the barrier of the
+    rules that take the flow out of the drain class (told at once, its first window
+    crossed the switch in the drain class and was overtaken by its own later packets),
+    and a pause before that barrier cancels it."""
+    import time
+
+    from controller.model import Coflow, Fabric, Flow, Workload
+
+    class Switches(_Recorder):
+        tokens = 0
+
+        def apply_rules(self, ops, t_recv, stats):
+            super().apply_rules(ops, t_recv, stats)
+            self.tokens += 1
+            return self.tokens
+
+    w = Workload(Fabric(2, 1, 8e6), [Coflow("a", [Flow(0, 1, 1e6)]),
+                                     Coflow("b", [Flow(0, 1, 1e6)])])
+    run, apply = _recorded_run(tmp_path, w)
+    run.switches = Switches()
+    sent = run.agents[0].sent
+
+    def told():
+        out = [(m["op"], m.get("flow"), m.get("paused"))
+               for m in sent if m["op"] == "start"]
+        out += [("update", i["flow"], i["paused"]) for m in sent if m["op"] == "update"
+                for i in m["flows"]]
+        sent.clear()
+        return out
+
+    apply([0, 1])
+    assert told() == [("start", 0, False)]
+    apply([1, 0])                                   # b preempts a: both told at once
+    assert told() == [("start", 1, False), ("update", 0, True)]
+    apply([0, 1])                                   # a resumes, b pauses
+    token = run.switches.tokens
+    assert told() == [("update", 1, True)] and run.status[0] == 1
+    run._handle([("rules_installed", time.time(), token - 1)], False)
+    assert told() == []                             # an earlier barrier: not its rule
+    run._handle([("rules_installed", time.time(), token)], False)
+    assert told() == [("update", 0, False)]
+    assert run.cls[0] != DRAIN_CLASS and len(run.stats["resume_wait_ms"]) == 1
+    apply([1, 0])                                   # b's turn again ...
+    apply([0, 1])                                   # ... a resumes ...
+    apply([1, 0])                                   # ... and is paused before its rule
+    told()
+    run._handle([("rules_installed", time.time(), run.switches.tokens)], False)
+    assert ("update", 0, False) not in told() and not run.resumes
     run._dlog.close()
 
 

@@ -32,7 +32,11 @@ then serves two roles (three when the host is a machine of a joint workload):
   ``copy_done``.
 
 A paused flow stops writing; what is already in its socket (``TCP_NOTSENT_LOWAT`` keeps it
-small) still drains, in the drain class (:mod:`controller.classes`). Standard library
+small) still drains, in the drain class (:mod:`controller.classes`). A resumed flow writes
+again once all of that has been acknowledged (``SIOCOUTQ`` 0, at most
+:data:`DRAIN_WAIT_MAX` seconds): its new bytes, in a higher class, would overtake what is
+still queued in the drain class, and the holes that left waited for a retransmission
+timer the drain's long round trips had inflated (0.5-0.7 s). Standard library
 only: startup is fast and the agent costs little CPU next to the switch.
 
 The agent exits when the controller says ``stop`` or its connection closes, and (Linux)
@@ -41,12 +45,14 @@ when the engine process that started it dies.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import queue
 import signal
 import socket
 import struct
 import sys
+import termios
 import threading
 import time
 
@@ -70,6 +76,8 @@ net.ipv4.tcp_congestion_control=cubic`` fails in a network namespace unless cubi
 repeats of either do.)"""
 TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
 RCV_CHUNK = 65536
+DRAIN_WAIT_MAX = 2.0
+"""Longest a resumed flow waits for what its pause left in the network (module docstring)."""
 TCP_INFO_LEN = 232
 TCPI_BYTES_RECEIVED = 128
 """Offset of ``tcpi_bytes_received`` (u64) in Linux's ``struct tcp_info``."""
@@ -306,6 +314,7 @@ class Job:
         self.go = threading.Event()
         if not msg["paused"]:
             self.go.set()
+        self.was_paused = False         # paused since the writer last looked
         self.kick = threading.Event()   # wakes a writer waiting for its pacer
         self.tos = msg["tos"]
         self.pacer = Pacer(_bytes_per_s(msg.get("pace_bps")))
@@ -319,6 +328,7 @@ class Job:
         if self.conn is not None:
             self.conn.apply(self)
         if item.get("paused"):
+            self.was_paused = True
             self.go.clear()
         else:
             self.go.set()
@@ -413,6 +423,10 @@ class Connection(threading.Thread):
                         job.go.wait()
                     if self.agent.stopping.is_set():
                         return
+                    if job.was_paused:
+                        job.was_paused = False
+                        self._wait_drained(s, job)
+                        continue                  # (paused again meanwhile?)
                     job.kick.clear()     # (before the grant: a rate change wakes the wait)
                     n, wait = job.pacer.grant(min(CHUNK, left))
                     if not n:
@@ -434,6 +448,21 @@ class Connection(threading.Thread):
                 if self.sock is not None:
                     self.sock.close()
                     self.sock = None
+
+
+    def _wait_drained(self, s: socket.socket, job: Job) -> None:
+        """Until every byte written on ``s`` is acknowledged (module docstring), ``job``
+        is paused again, the agent stops, or :data:`DRAIN_WAIT_MAX` seconds."""
+        deadline = time.monotonic() + DRAIN_WAIT_MAX
+        while job.go.is_set() and not self.agent.stopping.is_set() and \
+                time.monotonic() < deadline and unacknowledged(s):
+            time.sleep(0.002)
+
+
+def unacknowledged(s: socket.socket) -> int:
+    """Bytes written on TCP socket ``s`` and not yet acknowledged (Linux ``SIOCOUTQ``:
+    unsent plus in flight)."""
+    return struct.unpack("i", fcntl.ioctl(s.fileno(), termios.TIOCOUTQ, b"\0" * 4))[0]
 
 
 def _recv_exact(conn: socket.socket, n: int) -> bytes | None:
