@@ -154,7 +154,7 @@ def test_the_drain_class_carries_a_paused_flows_leftover_within_a_second_or_wait
     assert any(cls in ln for ln in htb_priority_tree("x-eth0", 1e6, slow))
 
 
-def test_a_resumed_writer_waits_until_its_socket_is_acknowledged():
+def test_a_resumed_writer_waits_until_its_socket_is_acknowledged(monkeypatch):
     """A resumed flow's agent writes again only once what its pause left in the network
     is acknowledged (its new bytes, one class up, would overtake it): the wait ends when
     the receiver takes the bytes, or when the flow is paused again."""
@@ -163,7 +163,9 @@ def test_a_resumed_writer_waits_until_its_socket_is_acknowledged():
     import time
     import types
 
+    from emulate.mininet import agent
     from emulate.mininet.agent import Connection, Job, unacknowledged
+    monkeypatch.setattr(agent, "DRAIN_WAIT_MAX", 5.0)
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     srv.bind(("127.0.0.1", 0))
@@ -198,6 +200,11 @@ def test_a_resumed_writer_waits_until_its_socket_is_acknowledged():
     t = time.monotonic()
     conn._wait_drained(c, job)
     assert time.monotonic() - t < 0.1 and unacknowledged(c) > 0
+    monkeypatch.setattr(agent, "DRAIN_WAIT_MAX", 0.1)
+    job.go.set()                              # ... and never longer than the cap
+    t = time.monotonic()
+    conn._wait_drained(c, job)
+    assert 0.1 <= time.monotonic() - t < 1.0 and unacknowledged(c) > 0
     for x in (c, peer, srv):
         x.close()
 
