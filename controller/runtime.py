@@ -178,8 +178,8 @@ class EmulationRun:
         self.seg_rx = np.zeros(nf)
         self.read_t = np.full(nf, np.nan)
         # resumed flows whose agent waits for their rule (see _apply):
-        # flow -> [rules token, host, update item, time.time() of the decision]
-        self.resumes: dict[int, list] = {}
+        # flow -> (the rules' token, time.time() of the resume)
+        self.resumes: dict[int, tuple[int, float]] = {}
         self.segments: list[tuple[int, int, float, float, float]] = []
         # bookkeeping
         self.agents: dict[int, object] = {}
@@ -800,7 +800,7 @@ class EmulationRun:
                 conflict_classes(run_flows, a.src, a.dst, core, N_DATA_CLASSES - 1) + RUN_CLASS)
         new_cls = dict(zip(run_flows.tolist(), classes.tolist()))
         run_rate = dict(zip(order.tolist(), rate.tolist()))
-        launches, updates, of_ops = [], {}, []
+        launches, updates, of_ops, rule_wait = [], {}, [], []
         log_launch, log_pause, log_resume, log_cls, log_pace = [], [], [], [], []
         t_now = time.time()
         for f in order.tolist():
@@ -842,21 +842,14 @@ class EmulationRun:
                     self.pace[f] = pace
                     changed["pace_bps"] = None if np.isnan(pace) else float(pace)
                     log_pace.append((f, None if np.isnan(pace) else round(pace / 1e6, 4)))
-                if changed or f in self.resumes:
-                    item = {"flow": f, "tos": tos_of(int(self.cls[f])), "paused": False,
-                            "pace_bps": None if np.isnan(self.pace[f])
-                            else float(self.pace[f])}
-                    if st == PAUSED and len(of_ops) > n_ops:
-                        # its rule leaves the drain class: the agent resumes once the
-                        # switch has the new one (module docstring, "Resumes")
-                        self.resumes[f] = [None, int(a.src[f]), item, t_now]
-                    elif f in self.resumes:
-                        # not resumed yet: its agent waits for the rule as planned
-                        self.resumes[f][2] = item
-                        if len(of_ops) > n_ops:
-                            self.resumes[f][0] = None        # ... and the newer one
-                    else:
-                        updates.setdefault(int(a.src[f]), []).append(item)
+                if changed:
+                    if len(of_ops) > n_ops and (st == PAUSED or f in self.resumes):
+                        # its rule leaves the drain class (or changes again before its
+                        # agent was told): the agent resumes once the switch has the new
+                        # one (module docstring, "Resumes")
+                        rule_wait.append(f)
+                    elif f not in self.resumes:     # (else told with its rule, as it is then)
+                        updates.setdefault(int(a.src[f]), []).append(self._update_item(f))
             elif st == RUNNING:
                 # what the paused flow still has in flight and in its socket drains in
                 # the drain class (controller.classes)
@@ -866,9 +859,7 @@ class EmulationRun:
                 if self.cls[f] != DRAIN_CLASS:
                     self.cls[f] = DRAIN_CLASS
                     self._mark(f, DRAIN_CLASS, of_ops)
-                updates.setdefault(int(a.src[f]), []).append(
-                    {"flow": f, "tos": tos_of(DRAIN_CLASS), "paused": True,
-                     "pace_bps": None if np.isnan(self.pace[f]) else float(self.pace[f])})
+                updates.setdefault(int(a.src[f]), []).append(self._update_item(f))
         # The agents first: they are what starts and stops bytes; the rules follow in the
         # switches' own thread (Python's OpenFlow serialisation costs up to a millisecond
         # per message on a busy machine). A reused connection keeps its rule's class from
@@ -888,9 +879,9 @@ class EmulationRun:
             self.agents[host].send({"op": "update", "id": 0, "flows": items})
         m_signal = time.monotonic()
         token = self.switches.apply_rules(of_ops, t_recv, self.stats["event_to_rules_ms"])
-        for r in self.resumes.values():
-            if r[0] is None:
-                r[0] = 0 if token is None else token
+        for f in rule_wait:
+            self.resumes[f] = (0 if token is None else token,
+                               self.resumes.get(f, (0, t_now))[1])
         if token is None:                   # switches that report no installation
             self._resume(np.inf)
         self.stats["event_to_signal_ms"].append((time.time() - t_recv) * 1e3)
@@ -912,17 +903,23 @@ class EmulationRun:
         """Tell the agents of the resumed flows waiting for rules up to ``token`` (rules
         are installed in order: a later token's barrier answers for earlier ones)."""
         now = time.time()
-        due = sorted(f for f, r in self.resumes.items() if r[0] is not None and r[0] <= token)
+        due = sorted(f for f, (tk, _) in self.resumes.items() if tk <= token)
         if not due:
             return
         by_host: dict[int, list] = {}
         for f in due:
-            _, host, item, t = self.resumes.pop(f)
-            by_host.setdefault(host, []).append(item)
+            _, t = self.resumes.pop(f)
+            by_host.setdefault(int(self.arrays.src[f]), []).append(self._update_item(f))
             self.stats["resume_wait_ms"].append((now - t) * 1e3)
         for host, items in by_host.items():
             self.agents[host].send({"op": "update", "id": 0, "flows": items})
         self.decision(event="resume_sent", flows=due, token=None if token == np.inf else token)
+
+    def _update_item(self, f: int) -> dict:
+        """Flow ``f`` as an agent's ``update`` gives it: its class, paused or not, pace."""
+        return {"flow": f, "tos": tos_of(int(self.cls[f])),
+                "paused": bool(self.status[f] == PAUSED),
+                "pace_bps": None if np.isnan(self.pace[f]) else float(self.pace[f])}
 
     def _preempting(self, order, run_flows, core, base) -> np.ndarray:
         """The classes of ``run_flows`` (:func:`controller.classes.preempting_classes`,

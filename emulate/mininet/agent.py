@@ -453,7 +453,6 @@ class Connection(threading.Thread):
                     self.sock.close()
                     self.sock = None
 
-
     def _wait_drained(self, s: socket.socket, job: Job) -> None:
         """Until every byte written on ``s`` is acknowledged (module docstring), ``job``
         is paused again, the agent stops, or :data:`DRAIN_WAIT_MAX` seconds."""
