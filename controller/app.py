@@ -29,7 +29,9 @@ What it installs on core switch ``c`` (datapath id ``0xcfe000 + c + 1``):
   to the destination's port; modified whenever the class of the flow it carries changes
   (cookie = the connection's source port), in a thread of its own (``rules``) after the
   agents have their signals. An idle connection keeps its rule: the next flow on it in
-  the same class needs no change.
+  the same class needs no change. Where the run waits for rules to be in effect (a
+  resumed flow leaving the drain class), the switches' datapath cache is emptied after
+  their barrier (:mod:`controller.datapath`: the barrier answers for the tables only).
 
 A second connection claiming the datapath id of a connected core (a takeover attempt)
 is refused, logged, and fails the run: the connected switch is never replaced.
@@ -50,6 +52,7 @@ import sys
 import threading
 import time
 
+from controller.datapath import Datapath
 from topologies.mininet_topo import core_address, core_of_dpid, switch_port
 
 # os-ken: import app_manager before the controller (the other order is a circular import)
@@ -84,6 +87,8 @@ class CoflowController(app_manager.OSKenApp):
         self._lock = threading.Lock()
         self._tokens = itertools.count(1)
         self._rule_q: queue.Queue = queue.Queue()
+        ctl = _RUN["cfg"].ovs_ctl
+        self.datapath = Datapath(ctl) if ctl else None
         threading.Thread(target=self._rule_loop, daemon=True, name="rules").start()
         if self.run is not None:
             self.run.switches = self
@@ -147,7 +152,7 @@ class CoflowController(app_manager.OSKenApp):
         if what[0] == "ready":
             self.run.events.put(("switch_ready", time.time(), what[1]))
         elif what[0] == "rules":
-            _, token, t_event, sink = what
+            _, token, t_event, sink, flush = what
             with self._lock:
                 left = self._pending_barrier.get(token)
                 if left is None:
@@ -160,7 +165,8 @@ class CoflowController(app_manager.OSKenApp):
             sink.append(ms)
             self.run.decision(event="rules_installed", token=token, event_to_rules_ms=round(ms, 3),
                               m=round(time.monotonic(), 6))
-            self.run.events.put(("rules_installed", time.time(), token))
+            if flush is not None:
+                self._rule_q.put(("purge", token, flush))
 
     @set_ev_cls(ofp_event.EventOFPErrorMsg, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def error_msg(self, ev):
@@ -204,22 +210,32 @@ class CoflowController(app_manager.OSKenApp):
             command=ofp.OFPFC_MODIFY_STRICT if modify else ofp.OFPFC_ADD,
             instructions=[parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]))
 
-    def apply_rules(self, ops, t_event: float, sink: list) -> int | None:
+    def apply_rules(self, ops, t_event: float, sink: list,
+                    flush: list | None = None) -> int | None:
         """Modify the rules ``ops`` (``(core, conn, rule)``, see :meth:`install_flow`)
         and send a barrier to their cores, in the ``rules`` thread: the run's loop goes
         on at once (serialising an OpenFlow message costs Python up to a millisecond on
         a busy machine; the next event need not wait for it). When every core has
         answered, ``sink`` gets the ms since ``t_event`` and the decision log a
-        ``rules_installed`` line with the returned token (None: no ops)."""
+        ``rules_installed`` line with the returned token (None: no ops).
+
+        ``flush`` (a list): someone waits for these rules to be *in effect*: after the
+        barrier the switches' datapath cache is emptied (:mod:`controller.datapath`),
+        ``flush`` gets the ms that took, and the run's events ``("rules_installed", t,
+        token)``; tokens are flushed in order, so that event answers for earlier ones."""
         if not ops:
             return None
         token = next(self._tokens)
-        self._rule_q.put((list(ops), token, t_event, sink))
+        self._rule_q.put(("rules", list(ops), token, t_event, sink, flush))
         return token
 
     def _rule_loop(self) -> None:
         while True:
-            ops, token, t_event, sink = self._rule_q.get()
+            item = self._rule_q.get()
+            if item[0] == "purge":
+                self._purge(*item[1:])
+                continue
+            _, ops, token, t_event, sink, flush = item
             try:
                 for core, conn, rule in ops:
                     self.install_flow(core, conn, rule, modify=True)
@@ -228,9 +244,22 @@ class CoflowController(app_manager.OSKenApp):
                 with self._lock:
                     self._pending_barrier[token] = [dp.id for dp in dps]
                 for dp in dps:
-                    self._send_barrier(dp, ("rules", token, t_event, sink))
+                    self._send_barrier(dp, ("rules", token, t_event, sink, flush))
             except Exception:  # noqa: BLE001 - a lost switch is reported by state_change
                 log.exception("installing rules (token %d) failed", token)
+
+    def _purge(self, token: int, sink: list) -> None:
+        """Empty the datapath cache for ``token``'s rules, then tell the run (a failed
+        purge is logged and told all the same: a resume must not wait forever)."""
+        if self.datapath is not None:
+            try:
+                ms = self.datapath.purge() * 1e3
+                sink.append(ms)
+                self.run.decision(event="datapath_purged", token=token,
+                                  purge_ms=round(ms, 3), m=round(time.monotonic(), 6))
+            except OSError as e:
+                log.warning("emptying the datapath cache (token %d) failed: %s", token, e)
+        self.run.events.put(("rules_installed", time.time(), token))
 
     def _send_barrier(self, dp, what) -> None:
         msg = dp.ofproto_parser.OFPBarrierRequest(dp)

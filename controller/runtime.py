@@ -39,7 +39,11 @@ overtook them: holes in its sequence that only the retransmission timer repaired
 timer that the paused flow's drained round trips (up to 0.5 s in the drain class) had
 inflated to 0.5-0.7 s (``ss -ti``: ``rto:532 rtt:17.986/24.659``, 11 of 13 segments
 SACKed, nothing sent for 0.56 s). In ``tests/test_emulation_jobs.py`` that made a job 9-17 %
-late in 4 of 30 runs (5 cases x 6, 2026-11-27); told after the rule, 0 of 30.
+late in 4 of 30 runs (5 cases x 6, 2026-11-27); told after the rule, 0 of 30. A barrier
+reply means the switch's tables have the rule, not yet its datapath cache (up to 40 ms
+later on a loaded machine: :mod:`controller.datapath`); so the rules a resume waits for
+are sent with ``flush``: after their barrier the cache is emptied, then the run hears
+``rules_installed``.
 
 Times: the emulation runs ``time_scale`` times slower than the workload (link rates
 divided by it, release times multiplied by it); every time reported is converted back to
@@ -108,6 +112,9 @@ class RunConfig:
     """What a flow can have in flight (the agents' receive window): after a flow stops or
     moves to a lower class, its links count as draining for this many bytes at the core's
     rate (0: never; :func:`controller.classes.preempting_classes`)."""
+    ovs_ctl: str = ""
+    """ovs-vswitchd's control socket (:func:`controller.datapath.unixctl_path`): the
+    datapath cache is emptied there before a resumed flow is told; "": not emptied."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -196,7 +203,7 @@ class EmulationRun:
         self.error: str | None = None
         self.stats: dict[str, list] = {"policy_ms": [], "snapshot_ms": [],
                                        "event_to_rules_ms": [], "event_to_signal_ms": [],
-                                       "resume_wait_ms": []}
+                                       "resume_wait_ms": [], "datapath_purge_ms": []}
         self.api_errors = 0
         self._dlock = threading.Lock()
         self._dlog = open(f"{cfg.run_dir}/decisions.jsonl", "a", buffering=1)
@@ -878,7 +885,9 @@ class EmulationRun:
         for host, items in updates.items():
             self.agents[host].send({"op": "update", "id": 0, "flows": items})
         m_signal = time.monotonic()
-        token = self.switches.apply_rules(of_ops, t_recv, self.stats["event_to_rules_ms"])
+        token = self.switches.apply_rules(
+            of_ops, t_recv, self.stats["event_to_rules_ms"],
+            flush=self.stats["datapath_purge_ms"] if rule_wait else None)
         for f in rule_wait:
             self.resumes[f] = (0 if token is None else token,
                                self.resumes.get(f, (0, t_now))[1])

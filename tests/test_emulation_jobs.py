@@ -131,6 +131,9 @@ def test_lp_objectives_order_the_jobs_on_real_switches(system, case):
         during = sum(clipped_rate(s, int(f), 0.5, emu.job_completion[0] - 0.2) for f in flows)
         assert before > 0.8 * RATE and during < 0.05 * RATE, (before, during)
         assert emu.coflow_completion[y1] > emu.job_completion[0]
+        # Y1's resume waited until ovs-vswitchd had emptied its datapath cache
+        # (controller.datapath: the barrier answers for the tables only)
+        assert emu.extra["controller"]["datapath_purge_ms"]["n"] >= 1, emu.extra["controller"]
 
 
 def test_the_objectives_disagree_in_the_simulator():

@@ -238,7 +238,7 @@ def test_tcp_counters_parse_the_kernels_tables_and_sum_over_hosts():
     assert set(one) == set(COUNTERS) and all(v >= 0 for v in one.values())
     two = tcp_counters([os.getpid(), os.getpid(), 2 ** 22 + 12345])   # a gone pid: nothing
     assert two == {k: 2 * v for k, v in one.items()} or two["out_segs"] >= 2 * one["out_segs"]
-    assert "retransmitted" in describe(one)
+    assert "retransmitted" in describe(one) and "(PAWS)" in describe(one)
 
 
 def _check_capacity(order, src, dst, core, rate, core_rate):
@@ -528,7 +528,7 @@ class _Recorder:
     def install_flow(self, core, sport, rule):
         self.rules.append(rule)
 
-    def apply_rules(self, ops, t_recv, stats):
+    def apply_rules(self, ops, t_recv, stats, flush=None):
         self.rules += [rule for _, _, rule in ops]
 
 
@@ -599,10 +599,13 @@ def test_a_resumed_flow_is_told_once_its_rule_left_the_drain_class(tmp_path):
 
     class Switches(_Recorder):
         tokens = 0
+        flushed: list = []          # the tokens whose rules must be in effect, caches too
 
-        def apply_rules(self, ops, t_recv, stats):
+        def apply_rules(self, ops, t_recv, stats, flush=None):
             super().apply_rules(ops, t_recv, stats)
             self.tokens += 1
+            if flush is not None:
+                self.flushed.append(self.tokens)
             return self.tokens
 
     w = Workload(Fabric(2, 1, 8e6), [Coflow("a", [Flow(0, 1, 1e6)]),
@@ -623,9 +626,11 @@ def test_a_resumed_flow_is_told_once_its_rule_left_the_drain_class(tmp_path):
     assert told() == [("start", 0, False)]
     apply([1, 0])                                   # b preempts a: both told at once
     assert told() == [("start", 1, False), ("update", 0, True)]
+    assert run.switches.flushed == []               # nothing waits for a launch or pause
     apply([0, 1])                                   # a resumes, b pauses
     token = run.switches.tokens
     assert told() == [("update", 1, True)] and run.status[0] == 1
+    assert run.switches.flushed == [token]          # a's resume waits for the caches too
     run._handle([("rules_installed", time.time(), token - 1)], False)
     assert told() == []                             # an earlier barrier: not its rule
     run._handle([("rules_installed", time.time(), token)], False)
@@ -664,3 +669,59 @@ def test_a_flow_resumed_after_its_last_bytes_arrived_keeps_every_byte_in_its_seg
     assert np.sum(s[:, 4] * (s[:, 3] - s[:, 2])) / 8 == pytest.approx(1e6)
     assert s[:, 3].max() == pytest.approx(run.now_w(t_done))
     run._dlog.close()
+
+
+def test_the_datapath_cache_is_emptied_through_the_daemons_control_socket(tmp_path):
+    """``Datapath`` speaks ovs-vswitchd's control protocol (one JSON-RPC request, a reply
+    that may come in pieces), raises ``OSError`` on an error reply or a closed socket, and
+    ``unixctl_path`` finds the socket from the daemon's pidfile."""
+    import time
+
+    from controller.datapath import Datapath, unixctl_path
+
+    path = str(tmp_path / "ovs-vswitchd.4242.ctl")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(4)
+    asked = []
+    replies = [{"id": 0, "result": "", "error": None},
+               {"id": 0, "result": None, "error": "\"revalidator/purge\" is not a valid command"},
+               None]                                   # closes without answering
+
+    def serve():
+        for reply in replies:
+            conn, _ = srv.accept()
+            with conn:
+                buf, dec = b"", json.JSONDecoder()
+                while True:
+                    buf += conn.recv(4096)
+                    try:
+                        asked.append(dec.raw_decode(buf.decode())[0])
+                        break
+                    except ValueError:
+                        continue
+                if reply is not None:
+                    text = json.dumps(reply).encode()
+                    conn.sendall(text[:7])             # in two pieces
+                    time.sleep(0.05)
+                    conn.sendall(text[7:])
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    cache = Datapath(path, timeout=5.0)
+    assert cache.purge() >= 0.0
+    assert asked[0] == {"method": "revalidator/purge", "params": [], "id": 0}
+    with pytest.raises(OSError, match="not a valid command"):
+        cache.purge()
+    with pytest.raises(OSError, match="closed"):
+        cache.purge()
+    t.join(5)
+    srv.close()
+
+    assert unixctl_path(str(tmp_path)) == ""            # no pidfile
+    (tmp_path / "ovs-vswitchd.pid").write_text("4242\n")
+    assert unixctl_path(str(tmp_path)) == path
+    (tmp_path / "ovs-vswitchd.pid").write_text("4243\n")  # a daemon gone: no socket
+    assert unixctl_path(str(tmp_path)) == ""
+    (tmp_path / "ovs-vswitchd.pid").write_text("garbage")
+    assert unixctl_path(str(tmp_path)) == ""

@@ -47,6 +47,7 @@ from functools import partial
 import numpy as np
 
 from controller.classes import htb_priority_tree
+from controller.datapath import unixctl_path
 from controller.model import Workload
 from controller.runtime import RunConfig
 from emulate.mininet import clean as cleaner
@@ -378,7 +379,8 @@ class MininetRun:
                         class_mapping=self.class_mapping, run_timeout=self.timeout,
                         exact_state=self.exact_state,
                         # the kernel doubles a requested receive buffer
-                        drain_bytes=2 * window)
+                        drain_bytes=2 * window,
+                        ovs_ctl=unixctl_path(cleaner.ovs_rundir()))
         with open(os.path.join(self.run_dir, "config.json"), "w") as fh:
             fh.write(cfg.to_json())
         with open(os.path.join(self.run_dir, "workload.pkl"), "wb") as fh:

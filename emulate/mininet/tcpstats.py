@@ -11,7 +11,9 @@ any process in it, here the host's shell) count that run's traffic and nothing e
 :func:`tcp_counters` sums them over the hosts: segments sent, segments retransmitted,
 retransmission timeouts, tail-loss probes, and the recoveries Linux found spurious and
 undid (an RTO proved spurious by a later ACK, reordering detected with D-SACK: packets of
-a flow queued in two priority classes when its class changes).
+a flow queued in two priority classes when its class changes), and the segments a
+receiver dropped as old (PAWS: reordered behind a later segment whose TCP timestamp
+advanced the receiver's; they are not SACKed, so only a retransmission repairs them).
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ COUNTERS = {
     "loss_probes": ("TcpExt", "TCPLossProbes"),
     "spurious_rtos": ("TcpExt", "TCPSpuriousRTOs"),
     "dsack_undo": ("TcpExt", "TCPDSACKUndo"),
+    "paws_drops": ("TcpExt", "PAWSEstab"),
 }
 """Name in :func:`tcp_counters`'s result -> (table, field) in /proc's snmp/netstat."""
 
@@ -66,4 +69,5 @@ def describe(c: dict[str, int]) -> str:
     share = c["retrans_segs"] / c["out_segs"] if c.get("out_segs") else 0.0
     return (f"TCP: {c['out_segs']} segments sent, {c['retrans_segs']} retransmitted "
             f"({share:.2%}), {c['timeouts']} timeouts ({c['spurious_rtos']} spurious), "
-            f"{c['loss_probes']} loss probes, {c['dsack_undo']} D-SACK undos")
+            f"{c['loss_probes']} loss probes, {c['dsack_undo']} D-SACK undos, "
+            f"{c.get('paws_drops', 0)} dropped as old (PAWS)")
