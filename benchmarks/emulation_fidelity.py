@@ -149,6 +149,9 @@ def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, lo
                      "event_to_rules_ms_median": (float(np.nanmedian(lat))
                                                   if np.isfinite(lat).any() else None),
                      "retransmitted": retransmitted(reports),
+                     # per run: retransmission timeouts, segments the receivers dropped
+                     # as old (PAWS: reordered behind newer ones; README, "PAWS")
+                     **{k: tcp_per_run(reports, k) for k in ("timeouts", "paws_drops")},
                      "load": os.getloadavg()[0]})
     return rows
 
@@ -160,11 +163,17 @@ def retransmitted(reports) -> float:
     return sum(t.get("retrans_segs", 0) for t in tcp) / sent if sent else float("nan")
 
 
+def tcp_per_run(reports, key: str) -> float:
+    """Mean over ``reports`` of the hosts' TCP counter ``key`` (nan: not counted)."""
+    got = [r.emu.extra["tcp"][key] for r in reports if key in (r.emu.extra.get("tcp") or {})]
+    return float(np.mean(got)) if got else float("nan")
+
+
 def table(rows) -> str:
     head = (f"{'fabric':>6} {'Mbit/s':>6} {'scale':>5} {'policy':<22} {'n':>4} {'median':>7} "
             f"{'p90':>7} {'CCT ratio':>9} | {'<0.5MB':>7} {'0.5-2':>7} {'2-8':>7} "
-            f"{'>=8MB':>7} | {'floor p90':>9} {'rules ms':>8} {'retx':>6} {'target':>6} "
-            f"{'load':>4}")
+            f"{'>=8MB':>7} | {'floor p90':>9} {'rules ms':>8} {'retx':>6} {'RTOs':>5} "
+            f"{'PAWS':>5} {'target':>6} {'load':>4}")
     out = [head, "-" * len(head)]
     for r in rows:
         sizes = " ".join(f"{b['median']:>7.1%}" if b["n"] else f"{'-':>7}"
@@ -176,6 +185,8 @@ def table(rows) -> str:
                    f"{r['mean_cct_ratio']:>9.3f} | {sizes} | {fl} "
                    f"{_ms(r['event_to_rules_ms_median'])} "
                    f"{r.get('retransmitted', float('nan')):>6.2%} "
+                   f"{r.get('timeouts', float('nan')):>5.0f} "
+                   f"{r.get('paws_drops', float('nan')):>5.0f} "
                    f"{'met' if r['meets_target'] else 'NOT':>6} {r['load']:>4.1f}")
     return "\n".join(out)
 
