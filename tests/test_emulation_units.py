@@ -725,3 +725,67 @@ def test_the_datapath_cache_is_emptied_through_the_daemons_control_socket(tmp_pa
     assert unixctl_path(str(tmp_path)) == ""
     (tmp_path / "ovs-vswitchd.pid").write_text("garbage")
     assert unixctl_path(str(tmp_path)) == ""
+
+
+def test_a_resume_hears_of_its_rules_only_after_the_datapath_cache_is_emptied():
+    """The controller's barrier handler: a token whose rules someone waits for (``flush``)
+    is told to the run only after the purge, and a failed purge is logged and told all
+    the same; a token without ``flush`` posts nothing (a later token's event answers for
+    earlier ones, so it must never overtake a purge)."""
+    import queue
+    import time
+    from types import SimpleNamespace
+
+    import os_ken.base.app_manager  # noqa: F401  (import order: see controller.app)
+
+    from controller.app import CoflowController
+
+    class Run:
+        def __init__(self):
+            self.events, self.lines = queue.Queue(), []
+
+        def decision(self, **kw):
+            self.lines.append(kw)
+
+    class Cache:
+        def __init__(self, fail=False):
+            self.fail, self.calls = fail, 0
+
+        def purge(self):
+            self.calls += 1
+            if self.fail:
+                raise OSError("ovs-vswitchd closed the socket")
+            return 0.002
+
+    app = CoflowController.__new__(CoflowController)   # no os-ken: the handlers' state only
+    app.run, app._lock, app._rule_q = Run(), threading.Lock(), queue.Queue()
+    app._barriers, app._pending_barrier = {}, {}
+    app.datapath = Cache()
+
+    def reply(dpid, xid):
+        app.barrier_reply(SimpleNamespace(msg=SimpleNamespace(
+            datapath=SimpleNamespace(id=dpid), xid=xid)))
+
+    sink, flush = [], []
+    app._pending_barrier.update({1: [7, 8], 2: [7]})
+    app._barriers.update({(7, 10): ("rules", 1, time.time(), sink, flush),
+                          (8, 11): ("rules", 1, time.time(), sink, flush),
+                          (7, 12): ("rules", 2, time.time(), sink, None)})
+    reply(7, 10)
+    assert app._rule_q.empty() and not sink          # core 8 has not answered yet
+    reply(7, 12)                                      # token 2: no flush, nothing posted
+    reply(8, 11)
+    assert len(sink) == 2 and app.run.events.empty()
+    assert app._rule_q.get_nowait() == ("purge", 1, flush)
+    app._purge(1, flush)
+    assert app.datapath.calls == 1 and flush == [2.0]
+    kind, _, token = app.run.events.get_nowait()
+    assert (kind, token) == ("rules_installed", 1)
+    assert [d["event"] for d in app.run.lines] == ["rules_installed"] * 2 + ["datapath_purged"]
+
+    app.datapath = Cache(fail=True)
+    app._purge(3, flush)                              # logged, and the resume goes on
+    assert app.run.events.get_nowait()[2] == 3 and flush == [2.0]
+    app.datapath = None                               # no control socket: no purge
+    app._purge(4, flush)
+    assert app.run.events.get_nowait()[2] == 4
