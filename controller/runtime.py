@@ -40,7 +40,7 @@ timer that the paused flow's drained round trips (up to 0.5 s in the drain class
 inflated to 0.5-0.7 s (``ss -ti``: ``rto:532 rtt:17.986/24.659``, 11 of 13 segments
 SACKed, nothing sent for 0.56 s). In ``tests/test_emulation_jobs.py`` that made a job 9-17 %
 late in 4 of 30 runs (5 cases x 6, 2026-11-27); told after the rule, 0 of 30. A barrier
-reply means the switch's tables have the rule, not yet its datapath cache (up to 40 ms
+reply means the switch's tables have the rule, not yet its datapath cache (up to 93 ms
 later on a loaded machine: :mod:`controller.datapath`); so the rules a resume waits for
 are sent with ``flush``: after their barrier the cache is emptied, then the run hears
 ``rules_installed``.
