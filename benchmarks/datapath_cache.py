@@ -24,6 +24,7 @@ namespaces whatever happens.
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import random
@@ -127,7 +128,7 @@ def measure(flips: int, cache: Datapath, tmp: str) -> tuple[list, list]:
             f"{MATCH},actions=set_field:{new}->ip_dscp,output:2"])
         t_barrier = time.monotonic()
         purge_ms = cache.purge() * 1e3 if arm == "purge" else None
-        done.append({"arm": arm, "old": dscp, "new": new, "t0": t0,
+        done.append({"arm": arm, "old": dscp, "t0": t0,
                      "t_barrier": t_barrier, "t_done": time.monotonic(),
                      "flip_ms": (t_barrier - t0) * 1e3, "purge_ms": purge_ms})
         dscp = new
@@ -140,9 +141,14 @@ def measure(flips: int, cache: Datapath, tmp: str) -> tuple[list, list]:
 
 
 def summarise(done: list, got: list) -> dict:
+    """Per arm: the flips after which a datagram still carried the old DSCP (received
+    after the flip's barrier, or purge, and before the next flip), how many, the last."""
+    got = sorted(got)
+    times = [t for t, _ in got]
     for k, f in enumerate(done):
         nxt = done[k + 1]["t0"] if k + 1 < len(done) else float("inf")
-        stale = [t for t, d in got if f["t_done"] <= t < nxt and d == f["old"]]
+        window = got[bisect.bisect_left(times, f["t_done"]):bisect.bisect_left(times, nxt)]
+        stale = [t for t, d in window if d == f["old"]]
         f["stale"] = len(stale)
         f["stale_ms"] = (max(stale) - f["t_done"]) * 1e3 if stale else 0.0
     out = {}

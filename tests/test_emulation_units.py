@@ -727,6 +727,35 @@ def test_the_datapath_cache_is_emptied_through_the_daemons_control_socket(tmp_pa
     assert unixctl_path(str(tmp_path)) == ""
 
 
+def test_the_datapath_cache_benchmark_counts_old_marks_between_one_flip_and_the_next():
+    """``benchmarks/datapath_cache.py``'s summary: a datagram is stale for a flip if it
+    carries the flip's old DSCP and arrives after the flip's barrier (or purge) and
+    before the next flip; the receiver's log is read in any order."""
+    import importlib.util
+    import os
+    import random
+
+    spec = importlib.util.spec_from_file_location("datapath_cache", os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks",
+        "datapath_cache.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    done = [{"arm": ("barrier", "purge")[k % 2], "old": (10, 20)[k % 2], "t0": 1.0 + k,
+             "t_done": 1.001 + k, "flip_ms": 1.0, "purge_ms": 0.5} for k in range(4)]
+    got = [(1.0005, 10),                        # before flip 0's barrier: not stale
+           (1.002, 10), (1.05, 10), (1.06, 20),  # flip 0: two stale, the last 49 ms after
+           (2.002, 20), (2.5, 10),               # flip 1 (purge): one, 1 ms after
+           (3.1, 10),                            # flip 2: one, 99 ms after
+           (4.2, 10)]                            # flip 3 (old 20): none
+    random.Random(1).shuffle(got)
+    out = bench.summarise(done, got)
+    assert [f["stale"] for f in done] == [2, 1, 1, 0]
+    assert out["barrier"] == {"flips": 2, "flips_with_stale": 2, "stale_datagrams": 3,
+                              "max_stale_ms": 99.0, "flip_ms_median": 1.0}
+    assert (out["purge"]["flips_with_stale"], out["purge"]["stale_datagrams"],
+            out["purge"]["max_stale_ms"]) == (1, 1, 1.0)
+    assert out["datagrams"] == 8
+
 def test_a_resume_hears_of_its_rules_only_after_the_datapath_cache_is_emptied():
     """The controller's barrier handler: a token whose rules someone waits for (``flush``)
     is told to the run only after the purge, and a failed purge is logged and told all
