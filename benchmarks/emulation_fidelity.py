@@ -98,8 +98,10 @@ def stats(e: np.ndarray) -> dict:
 
 
 def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, log,
-               cores=2, floor=False):
-    """Rows of one configuration. ``rate``: bits/s or ``"auto"``."""
+               cores=2, floor=False, keep=None):
+    """Rows of one configuration, a row per policy (seeds pooled, and each seed's own
+    figures in ``per_seed``). ``rate``: bits/s or ``"auto"``; ``keep(row)`` is called with
+    each row as soon as it is measured."""
     from emulate.mininet.fidelity import (TARGET_MEDIAN, TARGET_P90, errors_by_size,
                                           mean_cct_ratio, measure)
     chosen = None
@@ -115,7 +117,7 @@ def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, lo
     rows = []
     for spec in policies:
         policy, options = parse_policy(spec)
-        errs, fl, bias, lat, ratio, reports = [], [], [], [], [], []
+        errs, fl, bias, lat, ratio, reports, per_seed = [], [], [], [], [], [], []
         for seed in seeds:
             w = workload(seed, hosts, rate, coflows, mean_bytes, cores)
             t = time.time()
@@ -128,6 +130,8 @@ def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, lo
                 fl.append(sensitivity_floor(w, policy, options))
             c = rep.emu.extra.get("controller", {})
             lat.append(c.get("event_to_rules_ms", {}).get("median", float("nan")))
+            per_seed.append({"seed": seed, "median": float(rep.median), "p90": float(rep.p90),
+                             "max": float(rep.max), "mean_cct_ratio": float(ratio[-1])})
             log(f"  {spec:22s} seed {seed}: median {rep.median:6.2%} p90 {rep.p90:6.2%} "
                 f"max {rep.max:6.2%} mean CCT ratio {ratio[-1]:.3f}  ({time.time() - t:.0f} s,"
                 f" load {os.getloadavg()[0]:.1f})")
@@ -137,7 +141,7 @@ def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, lo
         rows.append({"hosts": hosts, "cores": cores, "rate_bps": rate,
                      "rate_auto": chosen.to_json() if chosen else None,
                      "time_scale": time_scale, "coflows": coflows, "mean_bytes": mean_bytes,
-                     "policy": spec, "seeds": list(seeds),
+                     "policy": spec, "seeds": list(seeds), "per_seed": per_seed,
                      **{f"emu_{k}": v for k, v in st.items()},
                      "bias_median": float(np.median(bias)),
                      "mean_cct_ratio": float(np.mean(ratio)),
@@ -153,6 +157,8 @@ def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, lo
                      # as old (PAWS: reordered behind newer ones; README, "PAWS")
                      **{k: tcp_per_run(reports, k) for k in ("timeouts", "paws_drops")},
                      "load": os.getloadavg()[0]})
+        if keep is not None:
+            keep(rows[-1])
     return rows
 
 
@@ -228,6 +234,12 @@ def main(argv=None) -> int:
     seeds = [int(s) for s in args.seeds.split(",")]
     rows = []
 
+    def keep(row):
+        """Every row into ``--json`` as it comes: a run cut short keeps what it measured."""
+        rows.append(row)
+        if args.json:
+            write_rows(args.json, rows)
+
     def log(msg):
         print(msg, flush=True)
 
@@ -238,8 +250,8 @@ def main(argv=None) -> int:
         for mbit in (float(x) for x in rates.split(",")):
             log(f"{hosts} hosts x 2 cores at {mbit:g} Mbit/s")
             r = run_config(int(hosts), mbit * 1e6, policies[:1], seeds, args.coflows,
-                           args.mean_mb * 1e6, args.time_scale, log, floor=args.floor)
-            rows += r
+                           args.mean_mb * 1e6, args.time_scale, log, floor=args.floor,
+                           keep=keep)
             if r[0]["meets_target"]:
                 best = mbit
         print(table(rows))
@@ -251,15 +263,10 @@ def main(argv=None) -> int:
             hosts, cores, rate = parse_config(cfg)
             log(f"{hosts} hosts x {cores} cores at {rate} Mbit/s")
             rate = rate if rate == "auto" else float(rate) * 1e6
-            rows += run_config(hosts, rate, policies, seeds, args.coflows,
-                               args.mean_mb * 1e6, args.time_scale, log, cores=cores,
-                               floor=args.floor)
-            if args.json:     # written as it goes: a cut-short run keeps what it measured
-                write_rows(args.json, rows)
+            run_config(hosts, rate, policies, seeds, args.coflows, args.mean_mb * 1e6,
+                       args.time_scale, log, cores=cores, floor=args.floor, keep=keep)
         print(table(rows))
     log(f"load at end: {os.getloadavg()[0]:.1f}")
-    if args.json:
-        write_rows(args.json, rows)
     return 0
 
 

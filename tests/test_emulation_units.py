@@ -727,19 +727,25 @@ def test_the_datapath_cache_is_emptied_through_the_daemons_control_socket(tmp_pa
     assert unixctl_path(str(tmp_path)) == ""
 
 
+def _benchmark(name):
+    import importlib.util
+    import os
+
+    spec = importlib.util.spec_from_file_location(name, os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks",
+        name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def test_the_datapath_cache_benchmark_counts_old_marks_between_one_flip_and_the_next():
     """``benchmarks/datapath_cache.py``'s summary: a datagram is stale for a flip if it
     carries the flip's old DSCP and arrives after the flip's barrier (or purge) and
     before the next flip; the receiver's log is read in any order."""
-    import importlib.util
-    import os
     import random
 
-    spec = importlib.util.spec_from_file_location("datapath_cache", os.path.join(
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks",
-        "datapath_cache.py"))
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = _benchmark("datapath_cache")
     done = [{"arm": ("barrier", "purge")[k % 2], "old": (10, 20)[k % 2], "t0": 1.0 + k,
              "t_done": 1.001 + k, "flip_ms": 1.0, "purge_ms": 0.5} for k in range(4)]
     got = [(1.0005, 10),                        # before flip 0's barrier: not stale
@@ -755,6 +761,46 @@ def test_the_datapath_cache_benchmark_counts_old_marks_between_one_flip_and_the_
     assert (out["purge"]["flips_with_stale"], out["purge"]["stale_datagrams"],
             out["purge"]["max_stale_ms"]) == (1, 1, 1.0)
     assert out["datagrams"] == 8
+
+def test_the_fidelity_benchmark_keeps_each_policys_row_as_it_is_measured(tmp_path,
+                                                                         monkeypatch):
+    """``benchmarks/emulation_fidelity.py --json``: each policy's row (seeds pooled, each
+    seed's own figures beside) is in the file as soon as it is measured, so a run that
+    fails or is stopped half way keeps the policies it finished. (The emulation is
+    replaced by the simulator on a workload with one flow 10 % larger.)"""
+    import emulate.mininet.fidelity as fid
+    from controller.model import Coflow, Flow
+    from emulate.engines import RunOptions, get_engine
+
+    bench = _benchmark("emulation_fidelity")
+    out = tmp_path / "rows.json"
+
+    def measure(w, policy, *, time_scale=1.0, policy_options=None):
+        if policy == "sebf":
+            assert json.loads(out.read_text())[0]["policy"] == "fifo"   # already kept
+            raise RuntimeError("the emulation failed")
+        c0 = w.coflows[0]
+        bigger = Coflow(c0.id, (Flow(c0.flows[0].src, c0.flows[0].dst,
+                                     c0.flows[0].bytes * 1.1),) + tuple(c0.flows[1:]),
+                        release=c0.release, weight=c0.weight)
+        sim = get_engine("sim").run(w, policy, RunOptions(segments=True))
+        emu = get_engine("sim").run(w.replace(coflows=(bigger,) + tuple(w.coflows[1:])),
+                                    policy, RunOptions(segments=True))
+        emu.workload = w
+        return fid.FidelityReport(w, policy, sim, emu)
+
+    monkeypatch.setattr(fid, "measure", measure)
+    monkeypatch.setattr(bench.os, "geteuid", lambda: 0)
+    with pytest.raises(RuntimeError, match="emulation failed"):
+        bench.main(["--configs", "4x2:20", "--policies", "fifo,sebf", "--seeds", "1,2",
+                    "--coflows", "4", "--json", str(out)])
+    rows = json.loads(out.read_text())
+    assert [r["policy"] for r in rows] == ["fifo"]
+    row = rows[0]
+    assert [p["seed"] for p in row["per_seed"]] == [1, 2]
+    assert row["emu_n"] == 8 and row["emu_max"] > 0
+    assert row["emu_max"] == max(p["max"] for p in row["per_seed"])
+    assert all(p["mean_cct_ratio"] >= 1 for p in row["per_seed"]), row["per_seed"]
 
 def test_a_resume_hears_of_its_rules_only_after_the_datapath_cache_is_emptied():
     """The controller's barrier handler: a token whose rules someone waits for (``flush``)
