@@ -117,7 +117,7 @@ def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, lo
     rows = []
     for spec in policies:
         policy, options = parse_policy(spec)
-        errs, fl, bias, lat, ratio, reports, per_seed = [], [], [], [], [], [], []
+        errs, fl, bias, lat, reports, per_seed = [], [], [], [], [], []
         for seed in seeds:
             w = workload(seed, hosts, rate, coflows, mean_bytes, cores)
             t = time.time()
@@ -125,15 +125,15 @@ def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, lo
             reports.append(rep)
             errs.append(rep.errors)
             bias.append(rep.bias)
-            ratio.append(mean_cct_ratio(rep))
+            ratio = mean_cct_ratio(rep)
             if floor:
                 fl.append(sensitivity_floor(w, policy, options))
             c = rep.emu.extra.get("controller", {})
             lat.append(c.get("event_to_rules_ms", {}).get("median", float("nan")))
             per_seed.append({"seed": seed, "median": float(rep.median), "p90": float(rep.p90),
-                             "max": float(rep.max), "mean_cct_ratio": float(ratio[-1])})
+                             "max": float(rep.max), "mean_cct_ratio": ratio})
             log(f"  {spec:22s} seed {seed}: median {rep.median:6.2%} p90 {rep.p90:6.2%} "
-                f"max {rep.max:6.2%} mean CCT ratio {ratio[-1]:.3f}  ({time.time() - t:.0f} s,"
+                f"max {rep.max:6.2%} mean CCT ratio {ratio:.3f}  ({time.time() - t:.0f} s,"
                 f" load {os.getloadavg()[0]:.1f})")
         e = np.concatenate(errs)
         st = stats(e)
@@ -144,7 +144,8 @@ def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, lo
                      "policy": spec, "seeds": list(seeds), "per_seed": per_seed,
                      **{f"emu_{k}": v for k, v in st.items()},
                      "bias_median": float(np.median(bias)),
-                     "mean_cct_ratio": float(np.mean(ratio)),
+                     "mean_cct_ratio": float(np.mean(
+                         [p["mean_cct_ratio"] for p in per_seed])),
                      "by_size": by_size,
                      "floor": stats(np.concatenate(fl)) if fl else None,
                      "meets_target": bool(st["n"] and st["median"] < TARGET_MEDIAN
