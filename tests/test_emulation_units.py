@@ -122,10 +122,10 @@ def test_htb_tree_has_a_filter_per_data_class_on_its_tos():
 
 
 def test_htb_tree_gives_the_data_the_link_rate_and_the_acks_a_budget_beside_it():
-    """All data classes together get R (1:2); ACKs (1:10) R/20 beside it, in the link 1:1."""
+    """All data classes together get R (1:2); ACKs (1:10) R/8 beside it, in the link 1:1."""
     lines = htb_priority_tree("x-eth0", 20e6)
-    assert "classid 1:1 htb rate 21000000bit ceil 21000000bit" in lines[1]
-    assert "classid 1:10 htb rate 1000000bit ceil 21000000bit prio 0" in lines[2]
+    assert "classid 1:1 htb rate 22500000bit ceil 22500000bit" in lines[1]
+    assert "classid 1:10 htb rate 2500000bit ceil 22500000bit prio 0" in lines[2]
     assert "parent 1:1 classid 1:2 htb rate 20000000bit ceil 20000000bit" in lines[3]
     data = [ln for ln in lines if ln.startswith("class add")
             and any(f"classid 1:{11 + k} " in ln for k in range(DRAIN_CLASS + 1))]
