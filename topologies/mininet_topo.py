@@ -31,13 +31,19 @@ another (``ip link add``, ``ifconfig`` for the address, the state and the switch
 and ``TCLink`` several ``tc`` processes per interface: on the 2-core VM that was 12.8 s
 to build 32 x 4, most of it waiting for those commands.
 
-Retransmission timeout: every route of a host carries ``rto_min`` :data:`RTO_MIN_MS`
-(the routing attribute; any Linux). Linux's 200 ms floor is a third of a 0.6 s
-coflow's completion: one lost packet that fast retransmit and the tail-loss probe do not
-repair cost a run's flow 0.2 s (seen twice in CI, a 20 Mbit/s flow finishing 0.2 s late),
-and a flow whose queued packets wait behind a higher class longer than the floor backs
-off from there. Datacenter stacks run floors of a few milliseconds for the same reason;
-the RTO is still at least the measured RTT plus four deviations.
+Retransmission timeout: every route of a host carries ``rto_min`` (the routing
+attribute; any Linux): :func:`rto_min_ms` of its core's rate, :data:`RTO_MIN_MS` on
+links of 5 Mbit/s and up. Linux's 200 ms floor is a third of a 0.6 s coflow's
+completion: one lost packet that fast retransmit and the tail-loss probe do not repair
+cost a run's flow 0.2 s (seen twice in CI, a 20 Mbit/s flow finishing 0.2 s late), and a
+flow whose queued packets wait behind a higher class longer than the floor backs off from
+there. Datacenter stacks run floors of a few milliseconds for the same reason; the RTO is
+still at least the measured RTT plus four deviations. On slow links the floor is
+:data:`RTO_MIN_FRAMES` frame times: a flow's first segments leave at once (the HTB bucket
+and nothing queued), so its first RTT samples are a fraction of a millisecond and its
+first RTO is a few jiffies, while the third segment waits more than a frame time for the
+bucket to refill (24 ms at 0.5 Mbit/s): the timer fired first and the segment went on
+the wire twice.
 
 Self traffic (a flow from a host to itself) crosses the switch too, as the fabric model
 says it does (:func:`hairpin_commands`).
@@ -56,6 +62,7 @@ Examples
 """
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
@@ -66,6 +73,19 @@ PREFIX = "cfe"
 
 RTO_MIN_MS = 5
 """Floor of the hosts' TCP retransmission timeout, ms (module docstring)."""
+
+RTO_MIN_FRAMES = 2
+"""... and at least this many full frames' time at the link's rate (module docstring)."""
+
+
+def rto_min_ms(rate_bps: float) -> int:
+    """The ``rto_min`` of routes over links of ``rate_bps``, whole ms.
+
+    >>> rto_min_ms(20e6), rto_min_ms(1e6), rto_min_ms(0.5e6)
+    (5, 25, 49)
+    """
+    frames = RTO_MIN_FRAMES * 1514 * 8 / float(rate_bps) * 1e3
+    return max(RTO_MIN_MS, int(math.ceil(frames)))
 
 DPID_BASE = 0xCFE000
 """Datapath id of core ``c`` is ``DPID_BASE + c + 1``."""
@@ -298,8 +318,8 @@ def configure_hosts(net, topo: ParallelTopo, qdisc) -> None:
             addr = core_address(i, c)
             ip += [f"addr add {addr}/16 dev {intf}", f"link set {intf} up",
                    f"route replace 10.{c + 1}.0.0/16 dev {intf} proto kernel "
-                   f"scope link src {addr} rto_min {RTO_MIN_MS}ms"]
-            keys, lines = hairpin_commands(i, c, intf_mac(i, c))
+                   f"scope link src {addr} rto_min {rto_min_ms(topo.rates[c])}ms"]
+            keys, lines = hairpin_commands(i, c, intf_mac(i, c), topo.rates[c])
             sysctl += keys
             ip += lines
             ethtool.append(f"ethtool -K {intf} tx off rx off tso off gso off gro off "
@@ -320,7 +340,8 @@ def configure_hosts(net, topo: ParallelTopo, qdisc) -> None:
             raise RuntimeError(f"configuring {h.name} failed: {out.strip()}")
 
 
-def hairpin_commands(host: int, core: int, mac: str) -> tuple[list[str], list[str]]:
+def hairpin_commands(host: int, core: int, mac: str,
+                     rate_bps: float) -> tuple[list[str], list[str]]:
     """Make traffic from a host to its own address on ``core`` cross that core's switch.
 
     The fabric model charges a flow from server ``i`` to itself to ``i``'s uplink and
@@ -335,7 +356,8 @@ def hairpin_commands(host: int, core: int, mac: str) -> tuple[list[str], list[st
     intf, addr, table = host_intf(host, core), core_address(host, core), 100 + core
     return ([f"net.ipv4.conf.{intf}.accept_local=1", f"net.ipv4.conf.{intf}.rp_filter=0"],
             [f"rule add pref 500 iif lo to {addr} lookup {table}",
-             f"route add {addr}/32 dev {intf} table {table} rto_min {RTO_MIN_MS}ms",
+             f"route add {addr}/32 dev {intf} table {table} "
+             f"rto_min {rto_min_ms(rate_bps)}ms",
              f"neigh replace {addr} lladdr {mac} dev {intf} nud permanent"])
 
 
