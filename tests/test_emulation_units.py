@@ -763,7 +763,6 @@ def test_the_datapath_cache_benchmark_counts_old_marks_between_one_flip_and_the_
     assert out["datagrams"] == 8
 
 
-
 def test_the_fidelity_benchmark_keeps_each_policys_row_as_it_is_measured(tmp_path,
                                                                          monkeypatch):
     """``benchmarks/emulation_fidelity.py --json``: each policy's row (seeds pooled, each
@@ -803,7 +802,6 @@ def test_the_fidelity_benchmark_keeps_each_policys_row_as_it_is_measured(tmp_pat
     assert row["emu_n"] == 8 and row["emu_max"] > 0
     assert row["emu_max"] == max(p["max"] for p in row["per_seed"])
     assert all(p["mean_cct_ratio"] >= 1 for p in row["per_seed"]), row["per_seed"]
-
 
 
 def test_a_resume_hears_of_its_rules_only_after_the_datapath_cache_is_emptied():
