@@ -21,9 +21,8 @@ output port) carries the same HTB tree (:func:`htb_priority_tree`)::
 u32 filters send a packet to its data class by the DSCP in its TOS byte. Leaves are FIFOs
 (this kernel has no SFQ/fq_codel: within a class, flows queue behind each other, which is
 why the agents keep every flow's window small). Data classes have
-a negligible guaranteed rate (:data:`IDLE_SHARE`), so they live on borrowing from 1:2,
-which HTB hands out in ``prio`` order: strict priority. A class alone still gets the
-whole data rate (ceil R).
+a negligible guaranteed rate, so they live on borrowing from 1:2, which HTB hands out in
+``prio`` order: strict priority. A class alone still gets the whole data rate (ceil R).
 
 The acknowledgements have a budget of their own beside the data's R, so that the data has
 all of R each way, as in the fluid model (which has no ACKs). With one rate for both, a
@@ -110,21 +109,6 @@ DRAIN_SECONDS = 1.0
 """How long what a paused flow leaves may take at :data:`DRAIN_SHARE` for the share to be
 granted: TCP's timer then backs off two or three times (0.2, 0.4, 0.8 s) at most."""
 
-IDLE_SHARE = 1e-4
-"""The guaranteed rate of every data class, and of the drain class where :func:`drain_rate`
-grants none, as a share of the link (8 bit/s at least: HTB needs a rate).
-
-HTB serves a class within its guaranteed rate before every class that borrows, whatever
-their priorities, so each backlogged class takes its guarantee from the classes ranked
-above it. Until 2026-11-27 it was 8 kbit/s at least: 1.6 % of a 0.5 Mbit/s link per
-class, up to 14 % with all nine backlogged (four flows over one link in fifo order with
-pauses off: the first took 2.285 s against 2.0 s; 2.099 s with this share, the rest
-being what its small window leaves idle), 0.8 % per class at 1 Mbit/s. On 8 x 2 at 0.5
-Mbit/s (``--rate auto``), seed 1, every policy, one run each way interleaved: 12 of 13
-met the fidelity target against 8 of 13, the median per-coflow error fell for 12 of 13,
-the p90 of aalo 33.9 -> 10.2 %, scf 31.9 -> 8.9 %, sebf 36.1 -> 14.5 %, weaver 20.0 ->
-4.8 % (sincronia 15.0 -> 26.4 %: README, "The data classes' guarantee")."""
-
 DSCP_BASE = 40
 """Data class ``k`` is marked DSCP ``DSCP_BASE + k`` (the drain class too). DSCP 0
 (unmarked) is control."""
@@ -190,7 +174,7 @@ def htb_priority_tree(intf: str, rate_bps: float,
     flow leaves ``leftover_bytes`` (:func:`drain_rate`; unknown: nothing guaranteed)."""
     r = int(round(rate_bps))
     ctl = max(int(r * CONTROL_SHARE), 8000)
-    low = max(int(r * IDLE_SHARE), 8)
+    low = max(int(r * 1e-4), 8000)
     drain = max(int(drain_rate(r, leftover_bytes)), low)
     # bucket: BURST_SECONDS of the link. A big bucket (Mininet uses 15 kB) lets a flow
     # that starts on an idle link go out at line rate for its first ten frames, making
