@@ -21,8 +21,9 @@ output port) carries the same HTB tree (:func:`htb_priority_tree`)::
 u32 filters send a packet to its data class by the DSCP in its TOS byte. Leaves are FIFOs
 (this kernel has no SFQ/fq_codel: within a class, flows queue behind each other, which is
 why the agents keep every flow's window small). Data classes have
-a negligible guaranteed rate, so they live on borrowing from 1:2, which HTB hands out in
-``prio`` order: strict priority. A class alone still gets the whole data rate (ceil R).
+a small guaranteed rate (:func:`data_guarantee`), so they live on borrowing from 1:2, which
+HTB hands out in ``prio`` order: strict priority. A class alone still gets the whole data
+rate (ceil R).
 
 The acknowledgements have a budget of their own beside the data's R, so that the data has
 all of R each way, as in the fluid model (which has no ACKs). With one rate for both, a
@@ -127,6 +128,13 @@ sent, and a flow each way between two hosts at 0.5 Mbit/s took 4.44-4.52 s again
 alone (three runs); with R/8, 3.99 s. On 8 x 2 at 0.5 Mbit/s (``--rate auto``) every
 policy's mean CCT ratio was 1.01-1.16 with R/20."""
 
+GUARANTEE_SHARE = 1e-3
+"""A data class's guaranteed rate as a share of the link, up to :data:`GUARANTEE_MAX_BPS`
+(:func:`data_guarantee`)."""
+
+GUARANTEE_MAX_BPS = 8000
+"""A data class's guaranteed rate on links of 8 Mbit/s and faster (:func:`data_guarantee`)."""
+
 BURST_SECONDS = 0.004
 """HTB bucket size as time at the link rate (at least :data:`BURST_MIN_BYTES`).
 
@@ -168,13 +176,31 @@ def drain_rate(rate_bps: float, leftover_bytes: float) -> float:
     return d if leftover_bytes * 8.0 <= d * DRAIN_SECONDS else 0.0
 
 
+def data_guarantee(rate_bps: float) -> int:
+    """The guaranteed rate of each data class on a link of ``rate_bps``, in bit/s:
+    :data:`GUARANTEE_SHARE` of the link, at most :data:`GUARANTEE_MAX_BPS`, at least 8
+    (HTB's smallest).
+
+    HTB serves a class within its guaranteed rate before any class that borrows, whatever
+    the priorities, so each backlogged lower class takes its guarantee from the classes
+    above it. 8 kbit/s (the value until 2026-11-28) was 1.6 % of a 0.5 Mbit/s link per
+    class, up to 14 % with all nine: on 8 hosts x 2 cores at 0.5 Mbit/s (``--rate auto``)
+    8 of 13 policies met the fidelity target with it, 12 of 13 with 1e-4 of the link.
+    But 1e-4 (2 kbit/s) at 20 Mbit/s failed tests/test_emulation_jobs.py in two CI runs
+    of two (a job 0.4-0.6 s late, never before): what a flow moved to a lower class keeps
+    getting there (a frame per 1.5 s at 8 kbit/s) keeps its acknowledgements and its
+    retransmission timer going. So fast links keep 8 kbit/s (0.04 % of 20 Mbit/s) and slow
+    ones a thousandth (README, "The data classes' guarantee")."""
+    return int(min(GUARANTEE_MAX_BPS, max(8, int(rate_bps * GUARANTEE_SHARE))))
+
+
 def htb_priority_tree(intf: str, rate_bps: float,
                       leftover_bytes: float = float("inf")) -> list[str]:
     """``tc -batch`` lines installing the strict-priority tree above on ``intf``; a paused
     flow leaves ``leftover_bytes`` (:func:`drain_rate`; unknown: nothing guaranteed)."""
     r = int(round(rate_bps))
     ctl = max(int(r * CONTROL_SHARE), 8000)
-    low = max(int(r * 1e-4), 8000)
+    low = data_guarantee(r)
     drain = max(int(drain_rate(r, leftover_bytes)), low)
     # bucket: BURST_SECONDS of the link. A big bucket (Mininet uses 15 kB) lets a flow
     # that starts on an idle link go out at line rate for its first ten frames, making

@@ -136,6 +136,20 @@ def test_htb_tree_gives_the_data_the_link_rate_and_the_acks_a_budget_beside_it()
     assert all("rate 8000bit" in ln for ln in data)
 
 
+@pytest.mark.parametrize("rate, each", [(0.5e6, 500), (1e6, 1000), (8e6, 8000),
+                                        (20e6, 8000), (1e9, 8000), (1e3, 8)])
+def test_the_data_classes_guarantees_are_a_thousandth_of_a_slow_link_and_8kbit_on_fast(
+        rate, each):
+    """The nine lower classes' guarantees take at most 0.9 % of the link from the class
+    above them (8 kbit/s each was 14 % of 0.5 Mbit/s); fast links keep 8 kbit/s, which a
+    flow moved to a lower class lives on (:func:`controller.classes.data_guarantee`)."""
+    lines = [ln for ln in htb_priority_tree("x-eth0", rate) if ln.startswith("class add")
+             and any(f"classid 1:{11 + k} " in ln for k in range(DRAIN_CLASS + 1))]
+    assert len(lines) == DRAIN_CLASS + 1
+    assert all(f" rate {each}bit ceil {int(rate)}bit " in ln for ln in lines), lines
+    assert (DRAIN_CLASS + 1) * each <= 0.01 * rate or each == 8000 or each == 8
+
+
 def test_the_drain_class_carries_a_paused_flows_leftover_within_a_second_or_waits():
     """At 20 Mbit/s a window and the unsent bytes (24 kB) get a fiftieth of the link of
     their own (0.5 s); at 1 Mbit/s (11 kB: 4.4 s at a fiftieth) the drain class is a
@@ -150,7 +164,7 @@ def test_the_drain_class_carries_a_paused_flows_leftover_within_a_second_or_wait
     assert any(cls in ln for ln in htb_priority_tree("x-eth0", 20e6, leftover))
     slow = MininetRun.window(MininetRun, [1e6]) + NOTSENT_LOWAT
     assert drain_rate(1e6, slow) == 0.0
-    cls = f"classid 1:{11 + DRAIN_CLASS} htb rate 8000bit ceil 1000000bit prio 7"
+    cls = f"classid 1:{11 + DRAIN_CLASS} htb rate 1000bit ceil 1000000bit prio 7"
     assert any(cls in ln for ln in htb_priority_tree("x-eth0", 1e6, slow))
 
 
