@@ -192,7 +192,7 @@ def data_guarantee(rate_bps: float) -> int:
     acknowledgements and its retransmission timer going. So fast links keep 8 kbit/s (0.04
     % of 20 Mbit/s) and slow ones a thousandth: 11 of 13 against 9 of 13 on that 8 x 2
     seed, interleaved (README, "A thousandth of a slow link")."""
-    return int(min(GUARANTEE_MAX_BPS, max(8, int(rate_bps * GUARANTEE_SHARE))))
+    return min(GUARANTEE_MAX_BPS, max(8, int(rate_bps * GUARANTEE_SHARE)))
 
 
 def htb_priority_tree(intf: str, rate_bps: float,

@@ -121,14 +121,19 @@ def test_htb_tree_has_a_filter_per_data_class_on_its_tos():
                    for ln in lines)
 
 
+def data_class_lines(lines: list[str]) -> list[str]:
+    """The ``class add`` lines of the data classes and the drain class (1:11-1:19)."""
+    return [ln for ln in lines if ln.startswith("class add")
+            and any(f"classid 1:{11 + k} " in ln for k in range(DRAIN_CLASS + 1))]
+
+
 def test_htb_tree_gives_the_data_the_link_rate_and_the_acks_a_budget_beside_it():
     """All data classes together get R (1:2); ACKs (1:10) R/8 beside it, in the link 1:1."""
     lines = htb_priority_tree("x-eth0", 20e6)
     assert "classid 1:1 htb rate 22500000bit ceil 22500000bit" in lines[1]
     assert "classid 1:10 htb rate 2500000bit ceil 22500000bit prio 0" in lines[2]
     assert "parent 1:1 classid 1:2 htb rate 20000000bit ceil 20000000bit" in lines[3]
-    data = [ln for ln in lines if ln.startswith("class add")
-            and any(f"classid 1:{11 + k} " in ln for k in range(DRAIN_CLASS + 1))]
+    data = data_class_lines(lines)
     assert len(data) == N_DATA_CLASSES + 1
     assert all("parent 1:2 " in ln and "ceil 20000000bit" in ln for ln in data)
     # the data classes live on borrowing (strict priority), and so does the drain class
@@ -143,8 +148,7 @@ def test_the_data_classes_guarantees_are_a_thousandth_of_a_slow_link_and_8kbit_o
     """The nine lower classes' guarantees take at most 0.9 % of the link from the class
     above them (8 kbit/s each was 14 % of 0.5 Mbit/s); fast links keep 8 kbit/s, which a
     flow moved to a lower class lives on (:func:`controller.classes.data_guarantee`)."""
-    lines = [ln for ln in htb_priority_tree("x-eth0", rate) if ln.startswith("class add")
-             and any(f"classid 1:{11 + k} " in ln for k in range(DRAIN_CLASS + 1))]
+    lines = data_class_lines(htb_priority_tree("x-eth0", rate))
     assert len(lines) == DRAIN_CLASS + 1
     assert all(f" rate {each}bit ceil {int(rate)}bit " in ln for ln in lines), lines
     assert (DRAIN_CLASS + 1) * each <= 0.01 * rate or each == 8000 or each == 8
