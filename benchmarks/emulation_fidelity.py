@@ -155,7 +155,8 @@ def run_config(hosts, rate, policies, seeds, coflows, mean_bytes, time_scale, lo
                                                   if np.isfinite(lat).any() else None),
                      "retransmitted": retransmitted(reports),
                      # per run: retransmission timeouts, segments the receivers dropped
-                     # as old (PAWS: reordered behind newer ones; README, "PAWS")
+                     # as old (PAWS: reordered behind newer ones; "The switch's cache,
+                     # and PAWS" in docs/emulation-fidelity.md)
                      **{k: tcp_per_run(reports, k) for k in ("timeouts", "paws_drops")},
                      "load": os.getloadavg()[0]})
         if keep is not None:

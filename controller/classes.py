@@ -191,7 +191,7 @@ def data_guarantee(rate_bps: float) -> int:
     moved to a lower class gets there (a frame per 1.5 s at 8 kbit/s) keeps its
     acknowledgements and its retransmission timer going. So fast links keep 8 kbit/s (0.04
     % of 20 Mbit/s) and slow ones a thousandth: 11 of 13 against 9 of 13 on that 8 x 2
-    seed, interleaved (README, "A thousandth of a slow link")."""
+    seed, interleaved (docs/emulation-fidelity.md, "A thousandth of a slow link")."""
     return min(GUARANTEE_MAX_BPS, max(8, int(rate_bps * GUARANTEE_SHARE)))
 
 

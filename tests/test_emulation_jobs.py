@@ -115,8 +115,8 @@ def test_lp_objectives_order_the_jobs_on_real_switches(system, case):
             # as the contest (test_emulation_policies): a miss with TCP timeouts in the
             # run's counters is run once more, and that run must not miss. A flow
             # resumed after a long pause can wait for a backed-off retransmission timer
-            # (README "The drain class": lp-single online under jobs, Y 0.52 s late in
-            # one clean-clone CI run on 2026-11-27)
+            # (docs/emulation-fidelity.md, "The drain class": lp-single online under
+            # jobs, Y 0.52 s late in one clean-clone CI run on 2026-11-27)
             assert attempt == 1 and emu.extra["tcp"]["timeouts"] > 0, (e, emu.extra["tcp"])
             warnings.warn(f"jobs run again after a miss with TCP timeouts: {e}")
             emu = run_emulated(w, policy, mode=mode, objective=objective)

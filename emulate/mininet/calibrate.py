@@ -76,8 +76,8 @@ tens of ms at p90. On 16 x 4 seed 1's short flows last 90 ms at 1 Mbit/s, where 
 policies met the target on that seed, and 45 ms at 2 Mbit/s, where 3 of 13 did (p90 up to
 138 %); seed 2's last 172 ms at 2 Mbit/s and all 13 met it there. On 4 x 2 (seed 1's 6 ms
 at 20 Mbit/s, 12 at 10, 116 at 1) the policies meeting it went 0 -> 1 -> 3 of 13 and
-the medians halved: necessary, not sufficient (README: "`--rate auto` and the short
-flows")."""
+the medians halved: necessary, not sufficient ("`--rate auto` and the short flows" in
+docs/emulation-fidelity.md)."""
 
 FLOW_QUANTILE = 10
 """Percentile of flow sizes that :data:`FLOW_TIME_S` applies to: the p90 target allows a

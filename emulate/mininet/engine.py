@@ -314,7 +314,8 @@ class MininetRun:
         8 kB: 65 ms of a 1 Mbit/s link) the 8.6 kB flows of a small lp-flow coflow on
         16 x 4 (seed 1) reached their receiver 31-65 ms after their first write (decision
         log), and the coflow took 0.236 s against the simulator's 0.138 (+71 %); with two
-        segments +35 % (README: "A preempted flow's bytes in flight").
+        segments +35 % ("A preempted flow's bytes in flight" in
+        docs/emulation-fidelity.md).
 
         A fixed floor of 16 kB (until 2026-11-26; 4 ms above it) was 130 ms of a 1 Mbit/s
         link: a 20 kB coflow of sincronia on 16 x 4 waited behind the flow it paused and took
