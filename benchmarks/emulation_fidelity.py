@@ -47,6 +47,15 @@ def workload(seed: int, hosts: int, rate: float, coflows: int, mean_bytes: float
                            mean_bytes=mean_bytes)
 
 
+def every_policy(known: dict[str, type]) -> list[str]:
+    """``--policies all``: every registered network policy by name, then the online mode
+    (``@mode=online``) of each that has one (the LP orders: lp-coflow, lp-flow,
+    lp-single)."""
+    from controller.policies.lp_list import LPListPolicy
+    return sorted(known) + [f"{n}@mode=online" for n in sorted(known)
+                            if issubclass(known[n], LPListPolicy)]
+
+
 def parse_policy(spec: str) -> tuple[str, dict]:
     """``NAME@k=v@k=v`` -> (NAME, {k: v}) (numbers parsed)."""
     name, *opts = spec.split("@")
@@ -210,7 +219,7 @@ def main(argv=None) -> int:
                         "forwarding budget); HOSTSxMBIT means 2 cores")
     p.add_argument("--policies", default="all",
                    help="comma-separated, NAME@key=value for options; 'all': every "
-                        "registered network policy and lp-coflow@mode=online")
+                        "registered network policy, then the online mode of each LP order")
     p.add_argument("--seeds", default="1,2")
     p.add_argument("--coflows", type=int, default=20)
     p.add_argument("--mean-mb", type=float, default=2.0, help="mean MB per coflow")
@@ -225,10 +234,8 @@ def main(argv=None) -> int:
         return 2
     from controller.policies import available
     known = available()
-    if args.policies == "all":
-        policies = sorted(known) + ["lp-coflow@mode=online"]
-    else:
-        policies = [x for x in args.policies.split(",") if x]
+    policies = every_policy(known) if args.policies == "all" else [
+        x for x in args.policies.split(",") if x]
     missing = [x for x in policies if parse_policy(x)[0] not in known]
     if missing:
         print(f"skipping policies not registered: {missing}", file=sys.stderr)

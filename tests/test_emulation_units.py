@@ -822,6 +822,21 @@ def test_the_fidelity_benchmark_keeps_each_policys_row_as_it_is_measured(tmp_pat
     assert all(p["mean_cct_ratio"] >= 1 for p in row["per_seed"]), row["per_seed"]
 
 
+def test_the_fidelity_benchmarks_every_policy_is_each_registered_one_and_the_online_lps():
+    """``--policies all`` (the README's table): each registered network policy once, then
+    lp-coflow, lp-flow and lp-single in their online mode, each a policy that runs."""
+    from controller.policies import available, get_policy
+
+    bench = _benchmark("emulation_fidelity")
+    every = bench.every_policy(available())
+    assert every[:len(available())] == sorted(available())
+    assert every[len(available()):] == ["lp-coflow@mode=online", "lp-flow@mode=online",
+                                        "lp-single@mode=online"]
+    for spec in every[len(available()):]:
+        name, options = bench.parse_policy(spec)
+        assert get_policy(name, **options).mode == "online"
+
+
 def test_a_resume_hears_of_its_rules_only_after_the_datapath_cache_is_emptied():
     """The controller's barrier handler: a token whose rules someone waits for (``flush``)
     is told to the run only after the purge, and a failed purge is logged and told all
