@@ -824,7 +824,7 @@ def test_the_fidelity_benchmark_keeps_each_policys_row_as_it_is_measured(tmp_pat
 
 def test_the_fidelity_benchmarks_every_policy_is_each_registered_one_and_the_online_lps():
     """``--policies all`` (the README's table): each registered network policy once, then
-    lp-coflow, lp-flow and lp-single in their online mode, each a policy that runs."""
+    lp-coflow, lp-flow and lp-single in their online mode (each option accepted)."""
     from controller.policies import available, get_policy
 
     bench = _benchmark("emulation_fidelity")
