@@ -415,6 +415,67 @@ def test_fair_filling_of_any_guessed_order_is_the_rule_or_is_refused(data):
     assert close(rate(), rule, rel=1e-9)
 
 
+@settings(max_examples=200, **SETTINGS)
+@given(data=st.data())
+def test_fair_in_order_filling_with_any_movers_is_the_rule_or_is_refused(data):
+    """emulate.sim.fairshare: the in-order pass over a guessed order, with any ports as
+    the event's movers (too many to follow included), either gives the rule's levels or
+    refuses and leaves the order as it was (a filling with every port a candidate is then
+    the rule)."""
+    from controller.rates import allocate
+    from emulate.sim import fairshare
+    P = data.draw(st.integers(2, 6))
+    n = data.draw(st.integers(1, 40))
+    src = np.array(data.draw(st.lists(st.integers(0, P - 1), min_size=n, max_size=n)))
+    dst = np.array(data.draw(st.lists(st.integers(0, P - 1), min_size=n, max_size=n)))
+    size = np.ones(n)
+    core = np.zeros(n, dtype=np.int64)
+    cap = np.array([float(data.draw(st.integers(1, 5)))])
+    seg = [np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1),
+           np.zeros(1), np.zeros(1)]
+    state, _ = fairshare.build(0.0, np.arange(n), src, dst, core, size, core, P, cap,
+                               size.copy(), np.zeros(n), np.full(n, -1), False, np.zeros(n),
+                               *seg, 0, np.full(P * P, -1))
+    rule = allocate(np.arange(n), src, dst, core, np.full(n, np.inf), cap, "fair")
+    rate = lambda: state.lev[[fairshare._bottleneck(state, state.pair[m])
+                              for m in range(n)]]
+    assert close(rate(), rule, rel=1e-12)
+    refused = 0
+    for c in range(len(state.nr)):
+        lo, hi = state.loff[c], state.loff[c + 1]
+        k = state.nseq[c]
+        state.seq[lo:lo + k] = data.draw(st.permutations(state.seq[lo:lo + k].tolist()))
+        movers = data.draw(st.lists(st.integers(lo, hi - 1), unique=True,
+                                    max_size=fairshare.MOVERS + 1))
+        state.mv[:min(len(movers), fairshare.MOVERS)] = movers[:fairshare.MOVERS]
+        state.mv[fairshare.MOVERS] = len(movers)
+        before = state.seq[lo:lo + k].copy()
+        if not fairshare._fill_in_order(state, c, 0):
+            refused += 1
+            assert (state.seq[lo:lo + k] == before).all() and state.nseq[c] == k
+            assert fairshare._fill(state, c, 0, hi - lo, False)
+        assert not state.ismv.any()
+    assert state.counters[4] == refused
+    assert close(rate(), rule, rel=1e-9)
+
+
+def test_fair_events_mostly_keep_the_order_with_their_movers():
+    # FB2010's first 40 coflows, every release at 0, on one 150-port switch: the in-order
+    # pass (previous order and movers) fills most events; the window and the full scan
+    # take the others, and the completions are the per-flow rescan's
+    from emulate.io.traces import read_fb_trace
+    trace = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "traces",
+                         "FB2010-1Hr-150-0.txt")
+    w = read_fb_trace(trace, zero_release=True, rate_bps=8 * 2 ** 20, limit=40)
+    sim = Simulator(w, get_policy("fair"))
+    r = sim.run()
+    counters = sim._fair[1].counters
+    fillings, refused = int(counters[2]), int(counters[4])
+    assert fillings > 1000 and 0 < refused < fillings // 3, counters
+    ref = Simulator(w, get_policy("fair"), incremental=False).run()
+    assert close(r.coflow_completion, ref.coflow_completion, rel=1e-9)
+
+
 def assert_max_min_fair(w, r, rtol=1e-9):
     """Brute force, independent of ``controller.rates``: on every elementary interval of
     the segments, the flows sending are exactly the eligible ones (released, predecessors

@@ -52,13 +52,14 @@ helpers are inlined into three kernels (plan, event loop, finish); a numba call 
 passes arrays costs their reference counts and the arguments' copies, which were most of
 the engine's time when each helper was its own function.
 
-The inlining is LLVM's (:data:`INL`: each helper compiled once, without reference
-counts, and marked ``alwaysinline``), not numba's (``inline="always"``), which copies the
-helper's IR and runs numba's untyped passes on the copy at every call site, and again for
-the helpers it calls: that took 35 s to compile ``_start`` and 52 s for ``_events``,
-most of it deep copies of the IR (cProfile); now 16 and 13 s, the helpers included (each
-compiled once). The kernels take ``core`` read-only (:func:`read_only`): one signature
-each to compile, where a one-core plan's read-only ``core`` and a writable one made two.
+The inlining is LLVM's (:data:`emulate.sim.matching.INL`: each helper compiled once,
+without reference counts, and marked ``alwaysinline``), not numba's
+(``inline="always"``), which copies the helper's IR and runs numba's untyped passes on
+the copy at every call site, and again for the helpers it calls: that took 35 s to
+compile ``_start`` and 52 s for ``_events``, most of it deep copies of the IR
+(cProfile); now 16 and 13 s, the helpers included (each compiled once). The kernels take
+``core`` read-only (:func:`read_only`): one signature each to compile, where a one-core
+plan's read-only ``core`` and a writable one made two.
 """
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ import numba
 import numpy as np
 
 from controller.plan import NO_SLOT, ordered_flows
-from emulate.sim.matching import (COFLOW_DONE, EPS_BYTES, SEG_FULL, STOP_TIME, STUCK,
+from emulate.sim.matching import (COFLOW_DONE, EPS_BYTES, INL, SEG_FULL, STOP_TIME, STUCK,
                                   advance_flow, emit, joins_stop)
 
 #: a first-pass rate this much below its cap means the caps do not fit the links
@@ -78,9 +79,6 @@ NEVER = 1 << 62
 #: keys are below this (``label * W + r``)
 KEY_SPACE = 1 << 61
 
-#: jit options of the kernels' helpers: inlined by LLVM where they are called (see the
-#: module docstring), without numba's reference counting (they allocate nothing)
-INL = dict(cache=True, forceinline=True, _nrt=False)
 
 # the shared helpers of emulate.sim.matching, compiled again from the same source with
 # these options

@@ -47,6 +47,10 @@ import numpy as np
 #: issues #2345, #2350, where ``_nrt=False`` is the maintainers' remedy); in the capped
 #: engine on FB2010 they were half of the run time.
 LEAF = dict(cache=True, _nrt=False)
+#: jit options of helpers inlined by LLVM where they are called (each compiled once,
+#: marked ``alwaysinline``; numba's own ``inline="always"`` copies the helper's IR into
+#: every call site and compiles far slower), without numba's reference counting
+INL = dict(cache=True, forceinline=True, _nrt=False)
 
 
 @numba.njit(cache=True, inline="always")
