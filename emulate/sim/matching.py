@@ -79,7 +79,7 @@ def heap_grown(hk, hp, hi, n):
     return nk, npp, ni
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def heap_insert(hk, hp, hi, n, key, port, idx):
     """Push on a heap with room for it (no arrays returned: a caller in a hot loop saves
     their reference counts); returns the new size."""
@@ -96,7 +96,7 @@ def heap_insert(hk, hp, hi, n, key, port, idx):
     return n + 1
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def set_rate(f, r, t, rate, core, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
              seg_rate, n_seg):
     """Flow ``f`` sends at ``r`` from ``t``: close its segment at the old rate if it was
@@ -109,7 +109,7 @@ def set_rate(f, r, t, rate, core, seg_start, record, seg_flow, seg_core, seg_t0,
     return n_seg
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def heap_pop(hk, hp, hi, n):
     """Pop the smallest key; returns (key, port, idx, new size)."""
     key, port, idx = hk[0], hp[0], hi[0]
@@ -142,7 +142,7 @@ EPS_BYTES = 1e-6
 TIE = 1e-12
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def joins_stop(t_next, stop_time, core_cap):
     """Whether an event at ``t_next`` happens at ``stop_time`` (a release, the plan's
     horizon): at or after it, or so close before it that they are one instant - no flow,
@@ -162,7 +162,7 @@ def joins_stop(t_next, stop_time, core_cap):
     return gap * fastest <= EPS_BYTES or gap <= 4.0 * np.spacing(stop_time)
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def next_event(t, dt, stop_time, core_cap):
     """``(t_new, dt)`` of the next event, due ``dt`` after ``t`` (at most ``stop_time - t``):
     ``stop_time`` if it :func:`joins_stop`."""
@@ -173,7 +173,7 @@ def next_event(t, dt, stop_time, core_cap):
 STOP_TIME, COFLOW_DONE, BYTE_LIMIT, SEG_FULL, STUCK = 0, 1, 2, 3, 4
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def emit(record, f, h, t0, t1, r, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg):
     """Append a segment (flow f on core h sent at r bytes/s during [t0, t1])."""
     if record and t1 > t0:
@@ -186,7 +186,7 @@ def emit(record, f, h, t0, t1, r, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, 
     return n_seg
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def byte_limit_dt(running, n_running, rate, coflow, byte_limit, sent, ctot, dt):
     """The earliest time (from now, at most ``dt``) at which a coflow with a byte limit
     reaches it, given the rates of the flows in ``running[:n_running]`` (-1 entries are
@@ -220,7 +220,7 @@ def _less(rem, moved, size):
     return out
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def advance_flow(f, dt, t_new, rem, size, sent, coflow, done, flow_completion, left,
                  coflow_completion, rate, core, seg_start, record, seg_flow, seg_core,
                  seg_t0, seg_t1, seg_rate, n_seg):
@@ -479,7 +479,7 @@ def _requeue_all(changed, fkey, phead, pin, pout, qptr, qpair, qkey, qlen, mark)
         mark[changed[x]] = 0
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def _first_at_or_after(keys, lo, hi, x):
     """The first index ``i`` of ``lo .. hi - 1`` with ``keys[i] >= x`` (``hi`` if none):
     a binary search of the sorted segment ``keys[lo:hi]``, no slice made."""
@@ -492,7 +492,7 @@ def _first_at_or_after(keys, lo, hi, x):
     return lo
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def _move_in_pair(f, key, pos, pflow, fkey, lo, hi):
     """Flow ``f``, in ``pflow[lo:hi]`` (sorted by their keys ``fkey[lo:hi]``), takes rank
     key ``key``: it moves to its place, the flows it passes shift by one (with their
@@ -516,7 +516,7 @@ def _move_in_pair(f, key, pos, pflow, fkey, lo, hi):
     fkey[j] = key
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def _requeue(port, old, new, e, qptr, qpair, qkey, qlen):
     """Pair ``e``'s head moved from position ``old`` to ``new`` (-1: no flow left): keep
     ``port``'s pair list sorted."""
@@ -538,7 +538,7 @@ def _requeue(port, old, new, e, qptr, qpair, qkey, qlen):
     qpair[j] = e
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def _walk(port, k, limit, nport, qptr, qpair, qkey, qlen, pin, pout, owner, pos):
     """The first entry at or after ``k`` of ``port``'s pair list whose pair is not
     blocked at its other port (held by a flow ranked before the pair's head), or -1 if
@@ -566,7 +566,7 @@ def _cursor(hk, hp, hi, nh, port, after, qptr, qkey, qlen):
     return hk, hp, hi, _cursor_in(hk, hp, hi, nh, port, after, qptr, qkey, qlen)
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def _cursor_in(hk, hp, hi, nh, port, after, qptr, qkey, qlen):
     """:func:`_cursor` on a heap with room for it; returns the new size."""
     lo = qptr[port]
@@ -577,7 +577,7 @@ def _cursor_in(hk, hp, hi, nh, port, after, qptr, qkey, qlen):
     return nh
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def _saturated(key, owner, qlen, pos, nport):
     """True when every input port (or every output port) that still has flows is held by
     a flow ranked before ``key``: then no flow ranked at or after ``key`` can start."""
@@ -600,7 +600,7 @@ SATURATED = -2
 NEED_ROOM = -1
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def _cursor_at(key, port, k, steps, owner, pos, pin, pout, qptr, qpair, qkey, qlen, nport):
     """The cursor ``(key, port, k)`` just popped from the heap: returns ``(k, e, q,
     steps)``, ``e`` the pair that takes ``port`` and its other port ``q`` now (displacing
@@ -700,7 +700,7 @@ def _repair_cursors(hk, hp, hi, owner, pos, pair, pptr, pflow, phead, pin, pout,
     return hk, hp, hi, nh
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def _due(f, tl, rem, rate, size):
     """The time flow ``f`` (``rem[f]`` bytes left at ``tl``, sending at ``rate[f]``) is
     down to the finishing tolerance of :func:`advance_flow`."""
@@ -708,7 +708,7 @@ def _due(f, tl, rem, rate, size):
     return tl + (left if left > 0.0 else 0.0) / rate[f]
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def _vacate(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey, qlen, owner):
     """Flow ``f``, holding input port ``p``, has finished: its two ports are free and its
     pair's head moves on (both ports' pair lists stay sorted). Returns its output port."""
@@ -723,7 +723,7 @@ def _vacate(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey, qlen, 
     return po
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def _vacate_into(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey, qlen, owner,
                  ports, after, n):
     """:func:`_vacate`, and its two freed ports appended to ``ports[n:]``, each with
@@ -736,7 +736,7 @@ def _vacate_into(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey, q
     return n + 2
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def _catch_up(t, nport, owner, tl, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey,
               qlen, rem, size, sent, coflow, done, flow_completion, left, coflow_completion,
               rate, core, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate,
@@ -766,7 +766,7 @@ def _catch_up(t, nport, owner, tl, pos, pair, pptr, pflow, phead, pout, qptr, qp
 LIMIT_CLEAR = 1e-9
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def _limit_time(t, nport, owner, tl, orate, ocof, byte_limit, sent, ctot, cpend, seen):
     """``(when, clear)``: the earliest time (``t`` or after) at which a coflow with a byte
     limit reaches it (to 1e-12 of it), given the sending flows (the holders of the input
@@ -859,7 +859,7 @@ def _greedy(owner, pos, pptr, pflow, phead, pin, pout, qlen, nport):
                 open_out -= 1
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def _serve_cursors(t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, orate,
                    ocof, tl, due, pos, pair, pptr, pflow, phead, pin, pout, qptr, qpair,
                    qkey, qlen, nport, rem, size, sent, coflow, done, flow_completion, left,
@@ -943,7 +943,7 @@ def _serve_cursors(t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, 
     return nh, nd, steps, n_seg, completed, coflow_done
 
 
-@numba.njit(**LEAF)
+@numba.njit(**INL)
 def _events(t, stop_time, resume, hk, hp, hi, nh, dk, dp, df, nd, steps, completed,
             coflow_done, events, n_seg, owner, okey, mate, orate, ocof, tl, due, stash,
             stash_fin, freed, freed_after, pos, pair, pptr, pflow, phead, pin, pout, qptr,
