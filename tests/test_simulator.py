@@ -381,12 +381,10 @@ def test_fair_kernel_rebases_bytes_served_and_keeps_the_rescan_completions():
                                                                     b.flow_completion)
 
 
-@settings(max_examples=200, **SETTINGS)
-@given(data=st.data())
-def test_fair_filling_of_any_guessed_order_is_the_rule_or_is_refused(data):
-    """emulate.sim.fairshare: a filling that follows a guessed order (any window) either
-    passes its checks and gives the rule's levels (controller.rates.fair_rates), or fails
-    them; with every port a candidate it is the rule."""
+def fair_state(data):
+    """A random instance's fair-sharing state (emulate.sim.fairshare.build): up to 40
+    one-byte flows on up to 6 ports; (state, the rule's rates, a function giving the
+    state's rates in the flows' order)."""
     from controller.rates import allocate
     from emulate.sim import fairshare
     P = data.draw(st.integers(2, 6))
@@ -402,8 +400,18 @@ def test_fair_filling_of_any_guessed_order_is_the_rule_or_is_refused(data):
                                size.copy(), np.zeros(n), np.full(n, -1), False, np.zeros(n),
                                *seg, 0, np.full(P * P, -1))
     rule = allocate(np.arange(n), src, dst, core, np.full(n, np.inf), cap, "fair")
-    rate = lambda: state.lev[[fairshare._bottleneck(state, state.pair[m])
-                              for m in range(n)]]
+    return state, rule, lambda: state.lev[[fairshare._bottleneck(state, state.pair[m])
+                                           for m in range(n)]]
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(data=st.data())
+def test_fair_filling_of_any_guessed_order_is_the_rule_or_is_refused(data):
+    """emulate.sim.fairshare: a filling that follows a guessed order (any window) either
+    passes its checks and gives the rule's levels (controller.rates.fair_rates), or fails
+    them; with every port a candidate it is the rule."""
+    from emulate.sim import fairshare
+    state, rule, rate = fair_state(data)
     assert close(rate(), rule, rel=1e-12)
     # a guess: the order shuffled; each component filled again through small windows
     for c in range(len(state.nr)):
@@ -422,23 +430,8 @@ def test_fair_in_order_filling_with_any_movers_is_the_rule_or_is_refused(data):
     the event's movers (too many to follow included), either gives the rule's levels or
     refuses and leaves the order as it was (a filling with every port a candidate is then
     the rule)."""
-    from controller.rates import allocate
     from emulate.sim import fairshare
-    P = data.draw(st.integers(2, 6))
-    n = data.draw(st.integers(1, 40))
-    src = np.array(data.draw(st.lists(st.integers(0, P - 1), min_size=n, max_size=n)))
-    dst = np.array(data.draw(st.lists(st.integers(0, P - 1), min_size=n, max_size=n)))
-    size = np.ones(n)
-    core = np.zeros(n, dtype=np.int64)
-    cap = np.array([float(data.draw(st.integers(1, 5)))])
-    seg = [np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1),
-           np.zeros(1), np.zeros(1)]
-    state, _ = fairshare.build(0.0, np.arange(n), src, dst, core, size, core, P, cap,
-                               size.copy(), np.zeros(n), np.full(n, -1), False, np.zeros(n),
-                               *seg, 0, np.full(P * P, -1))
-    rule = allocate(np.arange(n), src, dst, core, np.full(n, np.inf), cap, "fair")
-    rate = lambda: state.lev[[fairshare._bottleneck(state, state.pair[m])
-                              for m in range(n)]]
+    state, rule, rate = fair_state(data)
     assert close(rate(), rule, rel=1e-12)
     refused = 0
     for c in range(len(state.nr)):

@@ -312,22 +312,24 @@ def _spread(i, a, b, base, N, NT, used, ucnt, level):
 
 
 @numba.njit(**INL)
+def _block(st, c):
+    """Component ``c``'s first port, inputs, outputs, block offset, link rate, tolerance
+    (:data:`TOL`), and the sums ``used``, ``ucnt`` of its ports."""
+    lo = st.loff[c]
+    hi = st.loff[c + 1]
+    cp = st.cap[c]
+    return lo, st.nr[c], st.ncl[c], st.doff[c], cp, TOL * cp, st.used[lo:hi], st.ucnt[lo:hi]
+
+
+@numba.njit(**INL)
 def _begin(st, c, start):
     """The sums of component ``c``'s ports after the positions before ``start`` of its
     order (kept from the filling before); (the last level, its port: -1 none)."""
-    lo = st.loff[c]
-    w = st.loff[c + 1] - lo
-    a = st.nr[c]
-    b = st.ncl[c]
-    base = st.doff[c]
-    used = st.used
-    ucnt = st.ucnt
+    lo, a, b, base, _, _, bused, bcnt = _block(st, c)
     pcnt = st.pcnt
-    for x in range(lo, lo + w):
-        used[x] = 0.0
-        ucnt[x] = pcnt[x]
-    bused = used[lo:lo + w]
-    bcnt = ucnt[lo:lo + w]
+    for x in range(bused.shape[0]):
+        bused[x] = 0.0
+        bcnt[x] = pcnt[lo + x]
     seq, frozen, lev, N, NT = st.seq, st.frozen, st.lev, st.N, st.NT
     last = 0.0
     prev = -1
@@ -359,20 +361,8 @@ def _fill(st, c, start, window, check):
     port adds its pairs to the sums of every port of the other side, frozen ones too:
     theirs are not read again.
     """
-    lo = st.loff[c]
-    a = st.nr[c]
-    b = st.ncl[c]
-    w = a + b
-    base = st.doff[c]
-    cp = st.cap[c]
-    tol = TOL * cp
-    seq = st.seq
-    used = st.used
-    ucnt = st.ucnt
-    pcnt = st.pcnt
-    bused = used[lo:lo + w]
-    bcnt = ucnt[lo:lo + w]
-    nold = st.nseq[c]
+    lo, a, b, base, cp, tol, bused, bcnt = _block(st, c)
+    seq, used, ucnt, pcnt, nold = st.seq, st.used, st.ucnt, st.pcnt, st.nseq[c]
     frozen, seqpos, lev, gport, N, NT = st.frozen, st.seqpos, st.lev, st.gport, st.N, st.NT
     last, _ = _begin(st, c, start)
     for s in range(start, nold):
@@ -457,20 +447,8 @@ def _fill_in_order(st, c, start):
     if nmv > MOVERS:
         st.counters[4] += 1
         return False
-    lo = st.loff[c]
-    a = st.nr[c]
-    b = st.ncl[c]
-    w = a + b
-    base = st.doff[c]
-    cp = st.cap[c]
-    tol = TOL * cp
-    seq = st.seq
-    used = st.used
-    ucnt = st.ucnt
-    pcnt = st.pcnt
-    bused = used[lo:lo + w]
-    bcnt = ucnt[lo:lo + w]
-    nold = st.nseq[c]
+    lo, a, b, base, cp, tol, bused, bcnt = _block(st, c)
+    seq, used, ucnt, pcnt, nold = st.seq, st.used, st.ucnt, st.pcnt, st.nseq[c]
     frozen, seqpos, lev, gport, N, NT = st.frozen, st.seqpos, st.lev, st.gport, st.N, st.NT
     last, prev = _begin(st, c, start)
     mv = st.mv
