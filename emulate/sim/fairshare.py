@@ -526,7 +526,7 @@ def _fill_in_order(st, c, start):
         prev = best
         _spread(best - lo, a, b, base, N, NT, bused, bcnt, level)
     for i in range(nmv):
-        ismv[st.mv[i]] = False
+        ismv[mv[i]] = False
     if not ok:
         st.counters[4] += 1
         return False
@@ -670,8 +670,9 @@ def _add_mover(st, y):
 
 @numba.njit(**LEAF)
 def _reallocate(st, c):
-    """Component ``c``'s flows changed: fill again from the last save before the first
-    changed port, move the pairs whose bottleneck changed, rebase, renew ``Tmin``."""
+    """Component ``c``'s flows changed: fill again from the position of the first changed
+    port (the in-order pass, else the window, else the full scan), move the pairs whose
+    bottleneck changed, rebase, renew ``Tmin``."""
     lo = st.loff[c]
     hi = st.loff[c + 1]
     start = min(st.kmin[c], st.nseq[c])
@@ -681,9 +682,7 @@ def _reallocate(st, c):
         st.oldpos[x] = st.seqpos[x]
         st.was[x] = st.frozen[x]
     st.counters[2] += 1
-    if _fill_in_order(st, c, start):
-        pass
-    elif not _fill(st, c, start, WINDOW, True):
+    if not _fill_in_order(st, c, start) and not _fill(st, c, start, WINDOW, True):
         st.counters[3] += 1
         _fill(st, c, start, hi - lo, False)
     # a pair whose bottleneck changed has a port that passed, in the new order, a port it
