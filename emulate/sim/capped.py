@@ -957,20 +957,23 @@ def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, r
                                pout, qbase, qpo, qkey, qlen, tmark, touched, n_touched, qd,
                                cpend, tq, nt)
             nt = 0
-            n_t = n_touched
-            for x in range(n_t):
-                tbuf[x] = touched[x]
+            # the pairs' heads whose rate changes (``tbuf``, new rates in ``stash_fin``),
+            # all found before any changes: their reads at random overlap
+            n_t = 0
+            for x in range(n_touched):
+                e = touched[x]
+                tmark[e] = False
+                if pbeg[e] < pend[e]:
+                    f = pool[pbeg[e]]
+                    r = cval[f] + a[e]
+                    if r != rate[f]:
+                        tbuf[n_t] = f
+                        stash_fin[n_t] = r
+                        n_t += 1
             n_touched = 0
             for x in range(n_t):
-                tmark[tbuf[x]] = False
-            for x in range(n_t):
-                e = tbuf[x]
-                if pbeg[e] >= pend[e]:
-                    continue
-                f = pool[pbeg[e]]
-                r = cval[f] + a[e]
-                if r == rate[f]:
-                    continue
+                f = tbuf[x]
+                r = stash_fin[x]
                 # bring the flow up to now at its old rate, then change it
                 n_seg, fin, cd = _advance(
                     f, t - tl[f], t, rem, size, sent, coflow, done, flow_completion, left,
