@@ -11,8 +11,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from emulate.sim.matching import (NO_KEY, _greedy, _limit_time, _repair, _repair_cursors,
-                                  _vacate, matching_pairs, rekey_pairs)
+from emulate.sim.matching import (NO_KEY, _greedy, _holder_keys, _limit_time, _repair,
+                                  _repair_cursors, _vacate, matching_pairs, rekey_pairs)
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -83,8 +83,10 @@ def _repaired(owner, pos, pairs, nport, changed, changed_old, pend_port, pend_af
     hk, hp, hi, nh = _repair_cursors(hk, hp, hi, owner, pos, pair, pptr, pflow, phead, pin,
                                      pout, qptr, qkey, qlen, changed, changed_old,
                                      pend_port, pend_after, len(pend_port))
-    _repair(hk, hp, hi, nh, owner, pos, pair, pflow, phead, pin, pout, qptr, qpair, qkey,
-            qlen, nport)
+    okey = np.empty(2 * nport, dtype=np.int64)
+    _holder_keys(owner, pos, pair, pout, okey, nport)
+    _repair(hk, hp, hi, nh, owner, okey, pos, pair, pflow, phead, pin, pout, qptr, qpair,
+            qkey, qlen, nport)
     return owner
 
 

@@ -539,7 +539,7 @@ def _requeue(port, old, new, e, qptr, qpair, qkey, qlen):
 
 
 @numba.njit(**INL)
-def _walk(port, k, limit, nport, qptr, qpair, qkey, qlen, pin, pout, owner, pos):
+def _walk(port, k, limit, nport, qptr, qpair, qkey, qlen, pin, pout, owner, okey):
     """The first entry at or after ``k`` of ``port``'s pair list whose pair is not
     blocked at its other port (held by a flow ranked before the pair's head), or -1 if
     there is none ranked before ``limit`` (the position of the port's own holder: the
@@ -551,8 +551,8 @@ def _walk(port, k, limit, nport, qptr, qpair, qkey, qlen, pin, pout, owner, pos)
         if key >= limit:
             return -1
         e = qpair[base + k]
-        o = owner[pout[e] if port < nport else pin[e]]
-        if o < 0 or pos[o] >= key:
+        o = pout[e] if port < nport else pin[e]
+        if owner[o] < 0 or okey[o] >= key:
             return k
         k += 1
     return -1
@@ -578,16 +578,16 @@ def _cursor_in(hk, hp, hi, nh, port, after, qptr, qkey, qlen):
 
 
 @numba.njit(**INL)
-def _saturated(key, owner, qlen, pos, nport):
+def _saturated(key, owner, qlen, okey, nport):
     """True when every input port (or every output port) that still has flows is held by
     a flow ranked before ``key``: then no flow ranked at or after ``key`` can start."""
     open_in = False
     open_out = False
     for p in range(nport):
-        if qlen[p] > 0 and (owner[p] < 0 or pos[owner[p]] >= key):
+        if qlen[p] > 0 and (owner[p] < 0 or okey[p] >= key):
             open_in = True
         q = nport + p
-        if qlen[q] > 0 and (owner[q] < 0 or pos[owner[q]] >= key):
+        if qlen[q] > 0 and (owner[q] < 0 or okey[q] >= key):
             open_out = True
         if open_in and open_out:
             return False
@@ -601,13 +601,14 @@ NEED_ROOM = -1
 
 
 @numba.njit(**INL)
-def _cursor_at(key, port, k, steps, owner, pos, pin, pout, qptr, qpair, qkey, qlen, nport):
+def _cursor_at(key, port, k, steps, owner, okey, pin, pout, qptr, qpair, qkey, qlen, nport):
     """The cursor ``(key, port, k)`` just popped from the heap: returns ``(k, e, q,
     steps)``, ``e`` the pair that takes ``port`` and its other port ``q`` now (displacing
     their holders, ranked after it); else ``e`` is -1 and the cursor goes on at entry
     ``k`` of the port's list if ``k >= 0`` (the caller pushes it again) or dies, or ``e``
     is :data:`SATURATED` (then every cursor dies). ``steps`` counts the cursors looked
-    at (every 32nd checks :func:`_saturated`). No arrays out: no reference counts."""
+    at (every 32nd checks :func:`_saturated`). Ranks are compared through ``okey``, the
+    key of each held port's holder. No arrays out: no reference counts."""
     lo = qptr[port]
     n = qlen[port]
     if k >= n or qkey[lo + k] != key:
@@ -616,25 +617,33 @@ def _cursor_at(key, port, k, steps, owner, pos, pin, pout, qptr, qpair, qkey, ql
         a = _first_at_or_after(qkey, lo, lo + n, key) - lo
         return (a if a < n else -1), -1, -1, steps
     steps += 1
-    if steps % 32 == 0 and _saturated(key, owner, qlen, pos, nport):
+    if steps % 32 == 0 and _saturated(key, owner, qlen, okey, nport):
         return -1, SATURATED, -1, steps
-    own = owner[port]
-    if own >= 0 and pos[own] <= key:
+    held = owner[port] >= 0
+    if held and okey[port] <= key:
         return -1, -1, -1, steps  # held by a flow of higher priority: it dies
     e = qpair[lo + k]
     q = pout[e] if port < nport else pin[e]
-    oq = owner[q]
-    if oq >= 0 and pos[oq] < key:
+    if owner[q] >= 0 and okey[q] < key:
         # blocked at its other port: walk on to the first pair that is not (or until
         # the port's holder outranks the walk)
-        return (_walk(port, k + 1, pos[own] if own >= 0 else NO_KEY, nport, qptr, qpair,
-                      qkey, qlen, pin, pout, owner, pos), -1, -1, steps)
+        return (_walk(port, k + 1, okey[port] if held else NO_KEY, nport, qptr, qpair,
+                      qkey, qlen, pin, pout, owner, okey), -1, -1, steps)
     return k, e, q, steps
 
 
+@numba.njit(**INL)
+def _holder_keys(owner, pos, pair, pout, okey, nport):
+    """``okey`` := per held port, the rank key of its holder."""
+    for p in range(nport):
+        f = owner[p]
+        if f >= 0:
+            okey[p] = okey[pout[pair[f]]] = pos[f]
+
+
 @numba.njit(cache=True)
-def _repair(hk, hp, hi, nh, owner, pos, pair, pflow, phead, pin, pout, qptr, qpair, qkey,
-            qlen, nport):
+def _repair(hk, hp, hi, nh, owner, okey, pos, pair, pflow, phead, pin, pout, qptr, qpair,
+            qkey, qlen, nport):
     """Process the heap's cursors in rank order on the matching ``owner`` alone (no rates,
     no bytes): the greedy matching of the pairs' current heads, when ``owner`` is that
     matching but for the decisions the cursors reach (see :func:`run_matching`). A
@@ -643,8 +652,8 @@ def _repair(hk, hp, hi, nh, owner, pos, pair, pflow, phead, pin, pout, qptr, qpa
     steps = 0
     while nh > 0:
         key, port, k, nh = heap_pop(hk, hp, hi, nh)
-        k, e, q, steps = _cursor_at(key, port, k, steps, owner, pos, pin, pout, qptr, qpair,
-                                    qkey, qlen, nport)
+        k, e, q, steps = _cursor_at(key, port, k, steps, owner, okey, pin, pout, qptr,
+                                    qpair, qkey, qlen, nport)
         if e == SATURATED:
             break
         if e < 0:
@@ -664,6 +673,7 @@ def _repair(hk, hp, hi, nh, owner, pos, pair, pflow, phead, pin, pout, qptr, qpa
         g = pflow[phead[e]]
         owner[port] = g
         owner[q] = g
+        okey[port] = okey[q] = key
     return hk, hp, hi
 
 
@@ -879,7 +889,7 @@ def _serve_cursors(t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, 
         if nh + 2 > hk.shape[0] or nd == dk.shape[0]:
             break  # (one cursor pushes at most two more after its own pop, one due)
         key, port, k, nh = heap_pop(hk, hp, hi, nh)
-        k, e, q, steps = _cursor_at(key, port, k, steps, owner, pos, pin, pout, qptr,
+        k, e, q, steps = _cursor_at(key, port, k, steps, owner, okey, pin, pout, qptr,
                                     qpair, qkey, qlen, nport)
         if e == SATURATED:
             nh = 0  # no flow at or after `key` can get a port: every cursor dies
@@ -1104,12 +1114,16 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
     events = 0
     freed = np.empty(2 * nport, dtype=np.int64)
     freed_after = np.empty(2 * nport, dtype=np.int64)
+    # per port, its holder's key (read where the cursors compare ranks, instead of the
+    # holder's own entry at random in an array of every flow) and the holder's other port
+    okey = np.empty(2 * nport, dtype=np.int64)
     if repair:
         hk, hp, hi, nh = _repair_cursors(hk, hp, hi, owner, pos, pair, pptr, pflow, phead,
                                          pin, pout, qptr, qkey, qlen, changed, changed_old,
                                          pend_port, pend_after, n_pend)
-        hk, hp, hi = _repair(hk, hp, hi, nh, owner, pos, pair, pflow, phead, pin, pout,
-                             qptr, qpair, qkey, qlen, nport)
+        _holder_keys(owner, pos, pair, pout, okey, nport)
+        hk, hp, hi = _repair(hk, hp, hi, nh, owner, okey, pos, pair, pflow, phead, pin,
+                             pout, qptr, qpair, qkey, qlen, nport)
         nh = 0
     else:
         _greedy(owner, pos, pptr, pflow, phead, pin, pout, qlen, nport)
@@ -1123,16 +1137,13 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
                              seg_core, seg_t0, seg_t1, seg_rate, n_seg)
                 rate[f] = 0.0
                 seg_start[f] = t
-    # per port, its holder's key and the holder's other port (read at a displacement
-    # instead of the flow's own entries, at random in arrays of every flow)
-    okey = np.empty(2 * nport, dtype=np.int64)
+    _holder_keys(owner, pos, pair, pout, okey, nport)
     mate = np.empty(2 * nport, dtype=np.int64)
     orate = np.empty(nport)  # (and per input port its holder's rate and coflow)
     ocof = np.empty(nport, dtype=np.int64)
     for p in range(nport):
         f = owner[p]
         if f >= 0:
-            okey[p] = okey[pout[pair[f]]] = pos[f]
             mate[p] = pout[pair[f]]
             mate[pout[pair[f]]] = p
     # the due heap: (due time, input port, its holder)
