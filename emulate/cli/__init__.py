@@ -11,6 +11,8 @@ content). Bad input exits with code 2 and a message naming file, line and field.
 """
 from __future__ import annotations
 
+import atexit
+import gc
 import json
 import math
 import os
@@ -114,10 +116,24 @@ def one_blas_thread() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
+def no_collection_at_exit() -> None:
+    """Let the process end without the garbage collector walking every object left.
+
+    At exit the interpreter runs its cyclic collector over all objects still alive; after
+    a simulation those are mostly numba's (its compiler's registries, the kernels'
+    libraries), and the walk took 0.25-0.35 s of a 2.5 s ``coflowemu run FB2010 --policy
+    lcf --json``, for nothing: the process is ending. ``gc.freeze`` as the last exit
+    handler (registered first: they run last to first) takes them out of its reach (0.04
+    s); the other exit handlers and the modules' teardown run as before.
+    """
+    atexit.register(gc.freeze)
+
+
 @click.group(cls=_Group)
 @click.version_option("0.1.0", prog_name="coflowemu")
 def main():
     """coflowemu: coflow scheduling on identical parallel networks, simulated or emulated."""
+    no_collection_at_exit()
     one_blas_thread()
     keep_freed_memory()
 
