@@ -104,7 +104,7 @@ def test_repaired_matching_after_heads_finish_and_coflows_move_is_the_greedy_one
     for p in finished:
         f = owner[p % nport]
         if f >= 0:
-            po = _vacate(p % nport, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey,
+            po = _vacate(p % nport, f, pos, pair, pptr, fkey, phead, pout, qptr, qpair, qkey,
                          qlen, owner)
             pend_port += [p % nport, po]
             pend_after += [pos[f], pos[f]]

@@ -719,7 +719,7 @@ def _due(f, tl, rem, rate, size):
 
 
 @numba.njit(**INL)
-def _vacate(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey, qlen, owner):
+def _vacate(p, f, pos, pair, pptr, fkey, phead, pout, qptr, qpair, qkey, qlen, owner):
     """Flow ``f``, holding input port ``p``, has finished: its two ports are free and its
     pair's head moves on (both ports' pair lists stay sorted). Returns its output port."""
     e = pair[f]
@@ -727,18 +727,18 @@ def _vacate(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey, qlen, 
     owner[p] = -1
     owner[po] = -1
     phead[e] += 1
-    new = pos[pflow[phead[e]]] if phead[e] < pptr[e + 1] else -1
+    new = fkey[phead[e]] if phead[e] < pptr[e + 1] else -1
     _requeue(p, pos[f], new, e, qptr, qpair, qkey, qlen)
     _requeue(po, pos[f], new, e, qptr, qpair, qkey, qlen)
     return po
 
 
 @numba.njit(**INL)
-def _vacate_into(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey, qlen, owner,
+def _vacate_into(p, f, pos, pair, pptr, fkey, phead, pout, qptr, qpair, qkey, qlen, owner,
                  ports, after, n):
     """:func:`_vacate`, and its two freed ports appended to ``ports[n:]``, each with
     ``after`` = ``pos[f]`` (where a cursor on it starts). Returns the new count."""
-    po = _vacate(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey, qlen, owner)
+    po = _vacate(p, f, pos, pair, pptr, fkey, phead, pout, qptr, qpair, qkey, qlen, owner)
     ports[n] = p
     ports[n + 1] = po
     after[n] = pos[f]
@@ -747,7 +747,7 @@ def _vacate_into(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey, q
 
 
 @numba.njit(**INL)
-def _catch_up(t, nport, owner, tl, pos, pair, pptr, pflow, phead, pout, qptr, qpair, qkey,
+def _catch_up(t, nport, owner, tl, pos, pair, pptr, fkey, phead, pout, qptr, qpair, qkey,
               qlen, rem, size, sent, coflow, done, flow_completion, left, coflow_completion,
               rate, core, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate,
               n_seg, pend_port, pend_after, n_pend):
@@ -765,7 +765,7 @@ def _catch_up(t, nport, owner, tl, pos, pair, pptr, pflow, phead, pout, qptr, qp
                 seg_t0, seg_t1, seg_rate, n_seg)
             tl[p] = t
             if fin:
-                n_pend = _vacate_into(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair,
+                n_pend = _vacate_into(p, f, pos, pair, pptr, fkey, phead, pout, qptr, qpair,
                                       qkey, qlen, owner, pend_port, pend_after, n_pend)
                 completed = completed or cd
     return n_seg, completed, n_pend
@@ -871,9 +871,9 @@ def _greedy(owner, pos, pptr, pflow, phead, pin, pout, qlen, nport):
 
 @numba.njit(**INL)
 def _serve_cursors(t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, orate,
-                   ocof, tl, due, pos, pair, pptr, pflow, phead, pin, pout, qptr, qpair,
-                   qkey, qlen, nport, rem, size, sent, coflow, done, flow_completion, left,
-                   coflow_completion, rate, core, core_cap, pinned, stops, seg_start,
+                   ocof, tl, due, pos, pair, pptr, pflow, fkey, phead, pin, pout, qptr,
+                   qpair, qkey, qlen, nport, rem, size, sent, coflow, done, flow_completion,
+                   left, coflow_completion, rate, core, core_cap, pinned, stops, seg_start,
                    record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg):
     """:func:`run_matching`'s repair at time ``t``: the cursors of the heap ``hk, hp, hi``
     in rank order, each starting the pair it reaches (displacing the holders of its
@@ -919,7 +919,7 @@ def _serve_cursors(t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, 
                     # (it is due at this instant: it ends now; its pair's next flow
                     # is ranked after g, so the entries that move in the port lists
                     # are after the cursor's)
-                    _vacate(di, d, pos, pair, pptr, pflow, phead, pout, qptr, qpair,
+                    _vacate(di, d, pos, pair, pptr, fkey, phead, pout, qptr, qpair,
                             qkey, qlen, owner)
                     if cdone:
                         completed = True
@@ -956,11 +956,11 @@ def _serve_cursors(t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, 
 @numba.njit(**INL)
 def _events(t, stop_time, resume, hk, hp, hi, nh, dk, dp, df, nd, steps, completed,
             coflow_done, events, n_seg, owner, okey, mate, orate, ocof, tl, due, stash,
-            stash_fin, freed, freed_after, pos, pair, pptr, pflow, phead, pin, pout, qptr,
-            qpair, qkey, qlen, nport, rem, size, sent, coflow, done, flow_completion, left,
-            coflow_completion, rate, core, core_cap, pinned, stops, has_limit, byte_limit,
-            ctot, cpend, seen, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
-            seg_rate):
+            stash_fin, freed, freed_after, pos, pair, pptr, pflow, fkey, phead, pin, pout,
+            qptr, qpair, qkey, qlen, nport, rem, size, sent, coflow, done, flow_completion,
+            left, coflow_completion, rate, core, core_cap, pinned, stops, has_limit,
+            byte_limit, ctot, cpend, seen, seg_start, record, seg_flow, seg_core, seg_t0,
+            seg_t1, seg_rate):
     """:func:`run_matching`'s events from ``t`` (its state in the arguments): returns
     ``(t, reason, resume, nh, nd, steps, completed, coflow_done, events, n_seg)``.
 
@@ -1026,7 +1026,7 @@ def _events(t, stop_time, resume, hk, hp, hi, nh, dk, dp, df, nd, steps, complet
                     due[p] = _due(f, t_new, rem, rate, size)
                     nd = heap_insert(dk, dp, df, nd, due[p], p, f)  # (room: it was popped)
                     continue
-                n_freed = _vacate_into(p, f, pos, pair, pptr, pflow, phead, pout, qptr, qpair,
+                n_freed = _vacate_into(p, f, pos, pair, pptr, fkey, phead, pout, qptr, qpair,
                                        qkey, qlen, owner, freed, freed_after, n_freed)
                 if cdone:
                     completed = True
@@ -1051,7 +1051,8 @@ def _events(t, stop_time, resume, hk, hp, hi, nh, dk, dp, df, nd, steps, complet
         resume = False
         nh, nd, steps, n_seg, c_any, c_stop = _serve_cursors(
             t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, orate, ocof, tl,
-            due, pos, pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, nport,
+            due, pos, pair, pptr, pflow, fkey, phead, pin, pout, qptr, qpair, qkey, qlen,
+            nport,
             rem, size, sent, coflow, done, flow_completion, left, coflow_completion, rate,
             core, core_cap, pinned, stops, seg_start, record, seg_flow, seg_core, seg_t0,
             seg_t1, seg_rate, n_seg)
@@ -1100,7 +1101,7 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
     since are skipped). Only a plan with byte limits scans the sending flows at each
     event, for the limits' crossing times.
     """
-    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, _ = pairs
+    pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen, fkey = pairs
     cores = core_cap.shape[0]
     nport = owner.shape[0] // 2
     hk = np.empty(max(1024, 4 * nport), dtype=np.int64)
@@ -1179,11 +1180,11 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
         t, reason, resume, nh, nd, steps, completed, coflow_done, events, n_seg = _events(
             t, stop_time, resume, hk, hp, hi, nh, dk, dp, df, nd, steps, completed,
             coflow_done, events, n_seg, owner, okey, mate, orate, ocof, tl, due, stash,
-            stash_fin, freed, freed_after, pos, pair, pptr, pflow, phead, pin, pout, qptr,
-            qpair, qkey, qlen, nport, rem, size, sent, coflow, done, flow_completion, left,
-            coflow_completion, rate, core, core_cap, pinned, stops, has_limit, byte_limit,
-            ctot, cpend, seen, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
-            seg_rate)
+            stash_fin, freed, freed_after, pos, pair, pptr, pflow, fkey, phead, pin, pout,
+            qptr, qpair, qkey, qlen, nport, rem, size, sent, coflow, done, flow_completion,
+            left, coflow_completion, rate, core, core_cap, pinned, stops, has_limit,
+            byte_limit, ctot, cpend, seen, seg_start, record, seg_flow, seg_core, seg_t0,
+            seg_t1, seg_rate)
         if reason != NEED_ROOM:
             break
         if nh + 2 > hk.shape[0]:
@@ -1196,7 +1197,7 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
         pend_after[n_pend] = hk[x] - 1
         n_pend += 1
     # every sending flow up to now: the caller reads rem and sent
-    n_seg, _, n_pend = _catch_up(t, nport, owner, tl, pos, pair, pptr, pflow, phead, pout,
+    n_seg, _, n_pend = _catch_up(t, nport, owner, tl, pos, pair, pptr, fkey, phead, pout,
                                  qptr, qpair, qkey, qlen, rem, size, sent, coflow, done,
                                  flow_completion, left, coflow_completion, rate, core,
                                  seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
