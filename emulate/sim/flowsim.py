@@ -19,11 +19,7 @@ Release times and precedence are enforced here, whatever the policy says: only f
 ready coflows are eligible (``controller.lifecycle``, which the controller uses too).
 
 The inner loop (allocate rates, find the next event, advance) runs compiled by numba; the
-policy is called from Python only at coflow-level events, a few per coflow. The advance
-of a flow that does not finish in a step is written out in ``_run`` as
-in :func:`emulate.sim.matching.run_matching`, on purpose: a kernel call with array
-arguments costs atomic reference counts per array at every flow and event (see
-:mod:`emulate.sim.matching`).
+policy is called from Python only at coflow-level events, a few per coflow.
 
 Examples
 --------
@@ -53,8 +49,8 @@ from emulate.sim import fairshare
 from emulate.sim.capped import (CappedEngine, capped_flows, coflow_flows, heaviest_increasing,
                                 relabel, spread_labels)
 from emulate.sim.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COFLOW_DONE,
-                                  EPS_BYTES, SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
-                                  STUCK as _STUCK, _less, advance_flow, byte_limit_dt, emit,
+                                  SEG_FULL as _SEG_FULL, STOP_TIME as _STOP_TIME,
+                                  STUCK as _STUCK, advance_flow, byte_limit_dt, emit,
                                   next_event, NO_KEY, drop_passed, matching_pairs, rekey_pairs,
                                   run_matching, set_rate)
 
@@ -147,15 +143,6 @@ def _run(t, stop_time, order, pos, src, dst, coflow, size, core, cap, fair, back
         limit_hit = False
         for m in range(n_running):
             f = running[m]
-            moved = rate[f] * dt
-            if moved > rem[f]:
-                moved = rem[f]
-            if rem[f] - moved > EPS_BYTES + 1e-12 * size[f]:
-                # not finishing: what advance_flow does, without its call (whose array
-                # arguments cost atomic reference counts)
-                rem[f] = _less(rem[f], moved, size[f])
-                sent[coflow[f]] += moved
-                continue
             n_seg, finished, cdone = advance_flow(
                 f, dt, t_new, rem, size, sent, coflow, done, flow_completion, left,
                 coflow_completion, rate, core, seg_start, record, seg_flow, seg_core,

@@ -27,14 +27,6 @@ matching's time grow as ``k**2``.) Plans with byte limits (``aalo``) still scan 
 sending flows once an event for the limits' crossing times; the scan after the event,
 which tells whether a limit was reached, runs only once a coflow may have come near its
 limit (:func:`_limit_time`'s ``clear``).
-
-Written twice on purpose: the advance of a flow that does not finish in a step (its
-remaining bytes down, its coflow's bytes sent up) is inlined in the simulator's own
-loops (``emulate.sim.flowsim._run``) instead of calling :func:`advance_flow`, which does
-the same for a finishing flow. A numba call that passes arrays costs an atomic
-reference-count increment and decrement per array, and those loops run it for every
-sending flow at every event.
-``duplicates`` lists the pair; a change to one belongs in the other.
 """
 from __future__ import annotations
 
