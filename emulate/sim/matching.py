@@ -1044,10 +1044,9 @@ def _events(t, stop_time, resume, hk, hp, hi, nh, dk, dp, df, nd, steps, complet
         nh, nd, steps, n_seg, c_any, c_stop = _serve_cursors(
             t, hk, hp, hi, nh, dk, dp, df, nd, steps, owner, okey, mate, orate, ocof, tl,
             due, pos, pair, pptr, pflow, fkey, phead, pin, pout, qptr, qpair, qkey, qlen,
-            nport,
-            rem, size, sent, coflow, done, flow_completion, left, coflow_completion, rate,
-            core, core_cap, pinned, stops, seg_start, record, seg_flow, seg_core, seg_t0,
-            seg_t1, seg_rate, n_seg)
+            nport, rem, size, sent, coflow, done, flow_completion, left, coflow_completion,
+            rate, core, core_cap, pinned, stops, seg_start, record, seg_flow, seg_core,
+            seg_t0, seg_t1, seg_rate, n_seg)
         completed = completed or c_any
         coflow_done = coflow_done or c_stop
         if nh > 0:
@@ -1108,7 +1107,7 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
     freed = np.empty(2 * nport, dtype=np.int64)
     freed_after = np.empty(2 * nport, dtype=np.int64)
     # per port, its holder's key (read where the cursors compare ranks, instead of the
-    # holder's own entry at random in an array of every flow) and the holder's other port
+    # holder's own entry at random in an array of every flow); the repair keeps it
     okey = np.empty(2 * nport, dtype=np.int64)
     if repair:
         hk, hp, hi, nh = _repair_cursors(hk, hp, hi, owner, pos, pair, pptr, pflow, phead,
@@ -1120,6 +1119,7 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
         nh = 0
     else:
         _greedy(owner, pos, pptr, pflow, phead, pin, pout, qlen, nport)
+        _holder_keys(owner, pos, pair, pout, okey, nport)
     n_pend = 0
     # flows whose rate changes: stopped ones first, then started ones
     for m in range(prev_running.shape[0]):
@@ -1130,7 +1130,8 @@ def run_matching(t, stop_time, pos, src, dst, coflow, size, core, core_cap,
                              seg_core, seg_t0, seg_t1, seg_rate, n_seg)
                 rate[f] = 0.0
                 seg_start[f] = t
-    _holder_keys(owner, pos, pair, pout, okey, nport)
+    # per port, its holder's other port (read at a displacement instead of the flow's
+    # own entries, at random in arrays of every flow)
     mate = np.empty(2 * nport, dtype=np.int64)
     orate = np.empty(nport)  # (and per input port its holder's rate and coflow)
     ocof = np.empty(nport, dtype=np.int64)
