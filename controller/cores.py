@@ -13,8 +13,9 @@ import numpy as np
 
 
 @numba.njit(cache=True)
-def _least_loaded(order, src, dst, load, pinned, cores, ports, core_rate):
-    out = pinned.copy()
+def _least_loaded(order, src, dst, load, out, cores, ports, core_rate):
+    """The rule on ``out`` (the flows' pinned cores, -1 where free), in place."""
+    pinned = out
     lin = np.zeros((cores, ports))
     lout = np.zeros((cores, ports))
     for n in range(order.shape[0]):
@@ -65,6 +66,10 @@ def least_loaded_cores(arrays, order: np.ndarray, load: np.ndarray, pinned: np.n
         out = pinned.copy()
         out[order] = 0
         return out
-    return _least_loaded(np.asarray(order, dtype=np.int64), arrays.src, arrays.dst,
-                         np.asarray(load, dtype=np.float64), pinned.astype(np.int64),
-                         len(rates), arrays.ports, rates / rates.max())
+    # (the copy is numpy's: a per-flow array allocated in a kernel is not given huge
+    # pages, and above 32 MiB each of its 4 KiB pages is a fault at every plan)
+    out = np.array(pinned, dtype=np.int64)
+    _least_loaded(np.asarray(order, dtype=np.int64), arrays.src, arrays.dst,
+                  np.asarray(load, dtype=np.float64), out, len(rates), arrays.ports,
+                  rates / rates.max())
+    return out

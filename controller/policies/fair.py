@@ -53,9 +53,12 @@ class Fair(Policy):
         super().start(workload)
         self._ecmp = ecmp_core(workload.arrays) if self.cores == "ecmp" else None
         n = workload.arrays.n_flows
-        # all-zero cores (single core) and ranks, shared by every plan: engines only read
+        # all-zero cores (single core) and ranks, and the unit loads of the balanced
+        # rule, shared by every plan: engines and the rule only read them
         self._zero_core, self._zero_rank = np.zeros(n, dtype=np.int64), np.zeros(n)
-        self._zero_core.flags.writeable = self._zero_rank.flags.writeable = False
+        self._ones = np.ones(n)
+        for x in (self._zero_core, self._zero_rank, self._ones):
+            x.flags.writeable = False
 
     def plan(self, state: State) -> Plan:
         a = state.arrays
@@ -65,7 +68,7 @@ class Fair(Policy):
             core = np.where(state.core >= 0, state.core, self._ecmp)
         else:
             flows = np.flatnonzero(state.eligible)
-            core = least_loaded_cores(a, flows, np.ones(a.n_flows), state.core,
+            core = least_loaded_cores(a, flows, self._ones, state.core,
                                       state.workload.fabric.rates)
             core[core < 0] = 0
         # every eligible flow sends at once: at a completion the plan is this one less the
