@@ -510,6 +510,20 @@ class FlowArrays:
         """Indices of the flows of coflow ``k`` (ascending)."""
         return self.coflow_flows[self.coflow_ptr[k]:self.coflow_ptr[k + 1]]
 
+    @cached_property
+    def pair_index(self) -> tuple[np.ndarray, np.ndarray]:
+        """The (src, dst) pairs of the flows: ``(keys, of)``, ``keys`` the distinct
+        ``src * ports + dst`` ascending and ``of[f]`` the index of flow ``f``'s in
+        ``keys`` (``np.unique(..., return_inverse=True)``; by a table of every
+        ``ports**2`` key instead of a sort when that table is no larger than the flows)."""
+        key = self.src * self.ports + self.dst
+        if self.ports ** 2 > max(4 * len(key), 1 << 20):
+            keys, of = np.unique(key, return_inverse=True)
+            return keys, of.astype(np.int64).reshape(-1)
+        used = np.zeros(self.ports ** 2, dtype=np.bool_)
+        used[key] = True
+        return np.flatnonzero(used), (np.cumsum(used) - 1)[key]
+
 
 def _arcs(arcs) -> tuple:
     """``arcs`` as a tuple of pairs, or a :class:`WorkloadError` naming the first item that

@@ -50,7 +50,7 @@ def _build(ports, cores, n_coflows, flows):
     label = 4 * n_coflows + 2 * np.arange(n_coflows, dtype=np.int64)
     pos[order] = label[coflow[order]] * width + within[order]
     nport = cores * ports
-    pairs = matching_pairs(order, pos, src, dst, core, ports, nport,
+    pairs = matching_pairs(order, pos, src, dst, core, src * ports + dst, ports, nport,
                            np.full(cores * ports * ports, -1, dtype=np.int64),
                            np.full(len(flows), -1, dtype=np.int64))
     return coflow, pos, within, width, nport, pairs

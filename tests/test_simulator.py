@@ -398,7 +398,7 @@ def fair_state(data):
            np.zeros(1), np.zeros(1)]
     state, _ = fairshare.build(0.0, np.arange(n), src, dst, core, size, core, P, cap,
                                size.copy(), np.zeros(n), np.full(n, -1), False, np.zeros(n),
-                               *seg, 0, np.full(P * P, -1))
+                               *seg, 0, src * P + dst, np.full(P * P, -1))
     rule = allocate(np.arange(n), src, dst, core, np.full(n, np.inf), cap, "fair")
     return state, rule, lambda: state.lev[[fairshare._bottleneck(state, state.pair[m])
                                            for m in range(n)]]

@@ -1072,9 +1072,8 @@ class CappedEngine:
         self.core_cap = core_cap
         # (src, dst) pairs of the workload; pair e = h * D + d on core h; each pair has
         # room for every flow of its (src, dst)
-        uniq, dpair = np.unique(a.src * P + a.dst, return_inverse=True)
+        uniq, self.dpair = a.pair_index
         self.D = D = len(uniq)
-        self.dpair = dpair.astype(np.int64).reshape(-1)
         h = np.repeat(np.arange(C, dtype=np.int64), D)
         self.pin = h * P + np.tile(uniq // P, C)
         self.pout = nport + h * P + np.tile(uniq % P, C)

@@ -123,16 +123,17 @@ def _root(parent, p):
 
 @numba.njit(cache=True)
 def build(t, live, src, dst, coflow, size, core, ports, core_cap, rem, rate, pinned,
-          record, seg_start, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg, pair_map):
+          record, seg_start, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg, dpair,
+          pair_map):
     """The fair-sharing state of the flows ``live`` (none done) at time ``t``, their
     max-min fair rates set (segments of flows whose rate changes closed). Returns
-    (:data:`FairState`, n_seg); ``pair_map`` is the scratch of
+    (:data:`FairState`, n_seg); ``dpair`` and ``pair_map`` are those of
     :func:`emulate.sim.matching.pair_lists`."""
     n = live.shape[0]
     cores = core_cap.shape[0]
     nport = cores * ports
-    pair, pptr, pflow, phead, pin, pout, _, _, _, _ = pair_lists(live, src, dst, core, ports,
-                                                                  nport, pair_map)
+    pair, pptr, pflow, phead, pin, pout, _, _, _, _ = pair_lists(live, src, dst, core, dpair,
+                                                                  ports, nport, pair_map)
     npairs = pin.shape[0]
     rem0 = np.empty(n)
     for m in range(n):

@@ -582,7 +582,7 @@ class Simulator:
             state, self.n_seg = fairshare.build(
                 self.t, live, a.src, a.dst, a.coflow, a.size, core, a.ports, self.core_cap,
                 self.rem, self.rate, self.pinned, self.record, self.seg_start, *self._seg,
-                self.n_seg, self._map())
+                self.n_seg, a.pair_index[1], self._map())
             self._fair = (core if not core.flags.writeable else core.copy(), state)
         core, state = self._fair
         while True:
@@ -598,7 +598,7 @@ class Simulator:
         """The scratch of :func:`emulate.sim.matching.pair_lists` (all -1)."""
         a = self.arrays
         if self._pair_map is None:
-            self._pair_map = np.full(a.cores * a.ports * a.ports, -1, dtype=np.int64)
+            self._pair_map = np.full(a.cores * len(a.pair_index[0]), -1, dtype=np.int64)
         return self._pair_map
 
     def _pairs(self, order, core, coflow_order):
@@ -608,8 +608,8 @@ class Simulator:
         self._rank_keys(order, coflow_order)
         if self._pair_of is None:
             self._pair_of = np.full(a.n_flows, -1, dtype=np.int64)
-        return matching_pairs(order, self._pos, a.src, a.dst, core, a.ports,
-                              a.cores * a.ports, self._map(), self._pair_of)
+        return matching_pairs(order, self._pos, a.src, a.dst, core, a.pair_index[1],
+                              a.ports, a.cores * a.ports, self._map(), self._pair_of)
 
     def _rank_keys(self, order, coflow_order) -> None:
         """Rank keys for the flows of ``order`` (``self._pos``, their positions until

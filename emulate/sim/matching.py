@@ -243,11 +243,14 @@ def advance_flow(f, dt, t_new, rem, size, sent, coflow, done, flow_completion, l
 
 
 @numba.njit(cache=True)
-def pair_lists(order, src, dst, core, ports, nport, pair_map):
+def pair_lists(order, src, dst, core, dpair, ports, nport, pair_map):
     """Group the flows of ``order`` by (core, src, dst) *pair*, and the pairs by port.
 
-    Pairs are numbered in order of their first flow in ``order``. ``pair_map`` is scratch
-    of ``cores * ports * ports`` entries, all -1 (left so on return). Returns
+    Pairs are numbered in order of their first flow in ``order``. ``dpair`` is each
+    flow's (src, dst) pair among the workload's ``D`` (``FlowArrays.pair_index``),
+    ``pair_map`` scratch of ``cores * D`` entries, all -1 (left so on return): a table
+    as large as the pairs in use, not ``cores * ports**2`` (read at random once per flow
+    of ``order``, at every plan). Returns
 
     * ``pair``: the pair of each position of ``order``;
     * ``pptr, pflow``: the positions (in ``order``) of pair ``e``'s flows are
@@ -259,17 +262,18 @@ def pair_lists(order, src, dst, core, ports, nport, pair_map):
       ``qlen[p]`` entries of ``qpair[qptr[p]:qptr[p+1]]`` in use.
     """
     n = order.shape[0]
+    D = pair_map.shape[0] // (nport // ports)
     pair = np.empty(n, dtype=np.int64)
-    pkey = np.empty(n, dtype=np.int64)
+    first = np.empty(n, dtype=np.int64)  # per pair, its first flow
     npairs = 0
     for m in range(n):
         f = order[m]
-        key = (core[f] * ports + src[f]) * ports + dst[f]
+        key = core[f] * D + dpair[f]
         e = pair_map[key]
         if e < 0:
             e = npairs
             pair_map[key] = e
-            pkey[e] = key
+            first[e] = f
             npairs += 1
         pair[m] = e
     pptr = np.zeros(npairs + 1, dtype=np.int64)
@@ -288,12 +292,11 @@ def pair_lists(order, src, dst, core, ports, nport, pair_map):
     pout = np.empty(npairs, dtype=np.int64)
     qptr = np.zeros(2 * nport + 1, dtype=np.int64)
     for e in range(npairs):
-        key = pkey[e]
-        pair_map[key] = -1
-        d = key % ports
-        hs = key // ports
-        pin[e] = hs
-        pout[e] = nport + (hs // ports) * ports + d
+        f = first[e]
+        h = core[f]
+        pair_map[h * D + dpair[f]] = -1
+        pin[e] = h * ports + src[f]
+        pout[e] = nport + h * ports + dst[f]
         qptr[pin[e] + 1] += 1
         qptr[pout[e] + 1] += 1
     for p in range(2 * nport):
@@ -314,7 +317,7 @@ NO_KEY = 1 << 62
 
 
 @numba.njit(cache=True)
-def matching_pairs(order, key, src, dst, core, ports, nport, pair_map, pair_of):
+def matching_pairs(order, key, src, dst, core, dpair, ports, nport, pair_map, pair_of):
     """The pair lists :func:`run_matching` takes for the flows of ``order`` (by rank),
     whose rank keys are ``key[order]`` (increasing): :func:`pair_lists`, with flows
     instead of positions (``pflow``), keys instead of positions (``qkey``),
@@ -323,7 +326,7 @@ def matching_pairs(order, key, src, dst, core, ports, nport, pair_map, pair_of):
     :func:`rekey_pairs`), so that searching and shifting a pair's flows by key reads
     one array in order instead of ``key`` at random."""
     pair, pptr, pflow, phead, pin, pout, qptr, qpair, qkey, qlen = pair_lists(
-        order, src, dst, core, ports, nport, pair_map)
+        order, src, dst, core, dpair, ports, nport, pair_map)
     fkey = np.empty(order.shape[0], dtype=np.int64)
     for m in range(order.shape[0]):
         pair_of[order[m]] = pair[m]
