@@ -97,8 +97,9 @@ def _assign(flows, starts, src, dst, size, rate, core_order, ports, out):
         bott[:] = 0.0
 
 
-def weaver_assignment(arrays, coflows: np.ndarray, size: np.ndarray, core_rates) -> np.ndarray:
-    """Weaver's core for every flow of ``coflows`` (``-1`` elsewhere); see the module docstring.
+def weaver_assignment(arrays, coflows: np.ndarray, size: np.ndarray, core_rates,
+                      out: np.ndarray | None = None) -> np.ndarray:
+    """Weaver's core for every flow of ``coflows``; see the module docstring.
 
     Parameters
     ----------
@@ -106,12 +107,16 @@ def weaver_assignment(arrays, coflows: np.ndarray, size: np.ndarray, core_rates)
     coflows : int array of coflow indices to assign
     size : float array per flow, the bytes to place (the sizes, at a coflow's arrival)
     core_rates : sequence of float, bits/s per core
+    out : int array per flow, optional
+        Written at the flows of ``coflows`` only (default: a new array, ``-1`` elsewhere):
+        the work is in proportion to those flows, not to the workload's.
     """
     rate = np.asarray(core_rates, dtype=np.float64)
-    out = np.full(arrays.n_flows, -1, dtype=np.int64)
-    sel = np.zeros(arrays.n_coflows, dtype=np.bool_)
-    sel[np.asarray(coflows, dtype=np.int64)] = True
-    flows = np.flatnonzero(sel[arrays.coflow])
+    if out is None:
+        out = np.full(arrays.n_flows, -1, dtype=np.int64)
+    ptr, members = arrays.coflow_ptr, arrays.coflow_flows
+    flows = np.concatenate([members[ptr[k]:ptr[k + 1]]
+                            for k in np.asarray(coflows, dtype=np.int64)] or [members[:0]])
     if not flows.size:
         return out
     # group by coflow, largest first inside a coflow, ties by flow index
@@ -161,17 +166,10 @@ class Weaver(Policy):
         active = state.active_coflows
         new = active[~self._assigned[active]]
         if new.size:
-            if m == 1:
-                sel = np.zeros(a.n_coflows, dtype=np.bool_)
-                sel[new] = True
-                cores = np.where(sel[a.coflow], 0, -1)
-            else:
-                cores = weaver_assignment(a, new, state.remaining, rates)
-            fresh = cores >= 0
-            self._core[fresh] = cores[fresh]
+            weaver_assignment(a, new, state.remaining, rates, out=self._core)
             self._assigned[new] = True
         core = np.where(state.core >= 0, state.core, self._core)
-        core[core < 0] = 0
+        np.maximum(core, 0, out=core)   # (the flows of coflows not ready yet)
         # sub-coflows (coflow, core), each ordered by its bottleneck on its own core
         flows, bounds = idx.gather(active, state.eligible)
         gamma = idx.bottleneck(flows, bounds, state.remaining, core=core, core_rates=rates)
