@@ -630,6 +630,15 @@ def relabel(order, keep, label, space):
 
 
 @numba.njit(cache=True)
+def _leave_pairs(pool, pbeg, pend, core_of):
+    """Every flow in a pair leaves it (``core_of`` -1; the pairs' bounds are the
+    caller's to reset)."""
+    for e in range(pbeg.shape[0]):
+        for j in range(pbeg[e], pend[e]):
+            core_of[pool[j]] = -1
+
+
+@numba.njit(cache=True)
 def _update_pairs(moved, insert, ikey, core, dpair, D, pool, pbase, pcap, pbeg, pend, hkey,
                   pin, pout, qbase, qpo, qkey, qlen, fkey, core_of, dirty, dmark):
     """Remove the flows ``moved`` from their pairs, insert the flows ``insert`` (each on
@@ -1184,14 +1193,16 @@ class CappedEngine:
     def _rebuild(self, mode, order, coflow_order, core, eligible) -> None:
         """The pairs from scratch: every eligible flow, in rank order."""
         a = self.arrays
+        # (the flows in the pairs and the capped ones, not every flow: a plan's work is
+        # in proportion to the flows that can send)
+        _leave_pairs(self.pool, self.pbeg, self.pend, self.core_of)
+        self.cval[self.cflows] = 0.0
         self.pbeg[:] = self.pbase
         self.pend[:] = self.pbase
         self.hkey[:] = -1
         self.a[:] = 0.0
         self.qlen[:] = 0
         self.alen[:] = 0
-        self.core_of[:] = -1
-        self.cval[:] = 0.0
         self.hpos[self.hf[:self.nh]] = -1
         self.nh = 0
         self.cflows = np.zeros(0, dtype=np.int64)
