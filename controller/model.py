@@ -513,7 +513,7 @@ class FlowArrays:
     @cached_property
     def pair_index(self) -> tuple[np.ndarray, np.ndarray]:
         """The (src, dst) pairs of the flows: ``(keys, of)``, ``keys`` the distinct
-        ``src * ports + dst`` ascending and ``of[f]`` the index of flow ``f``'s in
+        ``src * ports + dst`` ascending and ``of[f]`` the index of flow ``f``'s key in
         ``keys`` (``np.unique(..., return_inverse=True)``; by a table of every
         ``ports**2`` key instead of a sort when that table is no larger than the flows)."""
         key = self.src * self.ports + self.dst
