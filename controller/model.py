@@ -515,7 +515,8 @@ class FlowArrays:
         """The (src, dst) pairs of the flows: ``(keys, of)``, ``keys`` the distinct
         ``src * ports + dst`` ascending and ``of[f]`` the index of flow ``f``'s key in
         ``keys`` (``np.unique(..., return_inverse=True)``; by a table of every
-        ``ports**2`` key instead of a sort when that table is no larger than the flows)."""
+        ``ports**2`` key instead of a sort when that table has at most four entries per
+        flow, or 2^20)."""
         key = self.src * self.ports + self.dst
         if self.ports ** 2 > max(4 * len(key), 1 << 20):
             keys, of = np.unique(key, return_inverse=True)

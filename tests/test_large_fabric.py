@@ -76,12 +76,14 @@ def test_the_largest_fabric_runs_as_the_same_flows_on_a_small_one(tmp_path, poli
 
 def _run_rss(path, policy) -> tuple[dict, int]:
     """``coflowemu run path --policy P --json`` as a process: its document and its peak
-    resident memory in KB (``ru_maxrss`` of the child, from ``os.wait4``)."""
-    proc = subprocess.Popen([BIN, "run", str(path), "--policy", policy, "--json",
-                             "--no-lp-bound"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    out = proc.stdout.read()
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, err
+    resident memory in KB (``ru_maxrss`` of the child, from ``os.wait4``). Its stderr goes
+    to a file beside ``path``: a second pipe, read after stdout, could fill and block it."""
+    errs = path.with_suffix(f".{policy}.err")
+    with open(errs, "w") as err:
+        proc = subprocess.Popen([BIN, "run", str(path), "--policy", policy, "--json",
+                                 "--no-lp-bound"], stdout=subprocess.PIPE, stderr=err,
+                                text=True, stdin=subprocess.DEVNULL)
+        out = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, errs.read_text()
     return json.loads(out), usage.ru_maxrss

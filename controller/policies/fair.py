@@ -54,11 +54,13 @@ class Fair(Policy):
         self._ecmp = ecmp_core(workload.arrays) if self.cores == "ecmp" else None
         n = workload.arrays.n_flows
         # all-zero cores (single core) and ranks, and the unit loads of the balanced
-        # rule, shared by every plan: engines and the rule only read them
+        # rule (several cores only), shared by every plan: engines and the rule only read
         self._zero_core, self._zero_rank = np.zeros(n, dtype=np.int64), np.zeros(n)
-        self._ones = np.ones(n)
+        balanced = workload.arrays.cores > 1 and self.cores == "balanced"
+        self._ones = np.ones(n) if balanced else None
         for x in (self._zero_core, self._zero_rank, self._ones):
-            x.flags.writeable = False
+            if x is not None:
+                x.flags.writeable = False
 
     def plan(self, state: State) -> Plan:
         a = state.arrays
