@@ -184,18 +184,6 @@ def ordered_flows(order, ptr, flows, want, slot, want_slot):
 NO_SLOT = np.zeros(0, dtype=np.int64)
 
 
-@numba.njit(cache=True)
-def _coflow_rank(pos, coflow, pinned, rank, core, with_core):
-    """``rank = pos[coflow] + index / (n + 1)``; with ``with_core``, ``core`` = the
-    pinned core, else 0 (without ``with_core``, ``core`` is not read: :data:`NO_SLOT`)."""
-    n = coflow.shape[0]
-    d = float(n + 1)
-    for f in range(n):
-        rank[f] = pos[coflow[f]] + f / d
-        if with_core:
-            core[f] = pinned[f] if pinned[f] >= 0 else 0
-
-
 @dataclass
 class State:
     """What a policy sees at an event. Arrays are indexed like ``workload.arrays``.
@@ -259,29 +247,21 @@ class State:
 
 
 def coflow_order_plan(state: State, order, core: np.ndarray | None = None,
-                      **kw) -> Plan:
+                      **kw) -> "CoflowPlan":
     """A priority plan that serves coflows in ``order`` (coflow indices, first = highest).
 
     Coflows not in ``order`` come after, by index. Inside a coflow flows are ranked by
     index (readers list a coflow's flows by (src, dst)). ``core`` defaults to the flow's
-    pinned core, else core 0. On one core the plan is a :class:`CoflowPlan` without caps:
-    its ranks are only built if read (engines read the order), so it costs O(1), not a
-    pass over every flow.
+    pinned core, else core 0 (on one core the shared :func:`single_core`). The plan is a
+    :class:`CoflowPlan` without caps: its ranks are only built if read (engines read the
+    order), so past the cores it costs O(1), not a pass over every flow.
     """
     a = state.arrays
     order = np.asarray(order, dtype=np.int64)
-    if core is None and a.cores == 1:
-        return CoflowPlan(state, order, single_core(a), **kw)
-    pos = np.full(a.n_coflows, len(order), dtype=np.float64)
-    pos[order] = np.arange(len(order), dtype=np.float64)
-    rank = np.empty(a.n_flows)
     if core is None:
-        core = np.empty(a.n_flows, dtype=np.int64)
-        _coflow_rank(pos, a.coflow, np.asarray(state.core, dtype=np.int64), rank, core, True)
-    else:
-        _coflow_rank(pos, a.coflow, np.asarray(state.core, dtype=np.int64), rank, NO_SLOT,
-                     False)
-    return Plan(core=np.asarray(core, dtype=np.int64), rank=rank, coflow_order=order, **kw)
+        core = (single_core(a) if a.cores == 1
+                else np.maximum(np.asarray(state.core, dtype=np.int64), 0))
+    return CoflowPlan(state, order, np.asarray(core, dtype=np.int64), **kw)
 
 
 class CoflowPlan(Plan):

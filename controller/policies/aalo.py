@@ -68,6 +68,14 @@ class Aalo(Policy):
         return np.searchsorted(self.thresholds * (1 - _REL), np.asarray(sent, dtype=np.float64),
                                side="right")
 
+    def start(self, workload) -> None:
+        super().start(workload)
+        # the unit loads of the core rule (several cores only), shared by every plan
+        a = workload.arrays
+        self._ones = np.ones(a.n_flows) if a.cores > 1 else None
+        if self._ones is not None:
+            self._ones.flags.writeable = False
+
     def plan(self, state: State) -> Plan:
         a = state.arrays
         active = state.active_coflows
@@ -76,6 +84,5 @@ class Aalo(Policy):
         limit = np.full(a.n_coflows, np.inf)
         nxt = np.append(self.thresholds, np.inf)
         limit[active] = nxt[q]
-        ones = np.ones(a.n_flows) if a.cores > 1 else None   # (one core: not read)
-        return coflow_priority_plan(state, index_for(self, a), order, core_load=ones,
+        return coflow_priority_plan(state, index_for(self, a), order, core_load=self._ones,
                                     byte_limit=limit)

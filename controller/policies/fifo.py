@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from controller.cores import least_loaded_cores
-from controller.plan import Plan, State, coflow_order_plan
+from controller.plan import Plan, State
 from controller.policies.base import Policy, PolicyError, one_of, register
 from controller.policies.coflowsim_fifo import CoflowSimAllocation, coflowsim_instance
+from controller.policies.portload import coflow_priority_plan, index_for
 
 #: ``Fifo(allocation=...)``: strict work-conserving priority (the default) or CoflowSim's
 ALLOCATIONS = ("strict", "coflowsim")
@@ -47,14 +47,9 @@ class CoflowOrderPolicy(Policy):
         active = state.active_coflows
         keys = self.key(state, active)
         order = active[np.lexsort((active, keys))]
-        plan = coflow_order_plan(state, order,
-                                 keep_at_completion=self.static_keys and state.arrays.cores == 1)
-        if state.arrays.cores > 1:
-            flows = plan.flow_order(state)
-            plan.core = least_loaded_cores(state.arrays, flows, state.remaining, state.core,
-                                           state.workload.fabric.rates)
-            plan.core[plan.core < 0] = 0
-        return plan
+        return coflow_priority_plan(
+            state, index_for(self, state.arrays), order,
+            keep_at_completion=self.static_keys and state.arrays.cores == 1)
 
 
 @register

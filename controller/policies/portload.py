@@ -22,7 +22,7 @@ import numba
 import numpy as np
 
 from controller.cores import least_loaded_cores
-from controller.plan import Plan, State, coflow_order_plan, single_core
+from controller.plan import CoflowPlan, State, coflow_order_plan, single_core
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -38,19 +38,6 @@ def _gather(perm, start, coflows, eligible, out, bounds):
                 out[n] = f
                 n += 1
     bounds[coflows.shape[0]] = n
-    return n
-
-
-@numba.njit(cache=True)
-def _ranked(perm, start, coflows, eligible, tie, out, bounds, rank):
-    """:func:`_gather`, and ``rank`` of every flow: ``g + tie`` for the eligible flows of
-    ``coflows[g]``, after all of them for the rest."""
-    rank[:] = float(coflows.shape[0] + 1)
-    n = _gather(perm, start, coflows, eligible, out, bounds)
-    for g in range(coflows.shape[0]):
-        for q in range(bounds[g], bounds[g + 1]):
-            f = out[q]
-            rank[f] = g + tie[f]
     return n
 
 
@@ -94,6 +81,7 @@ def _dense(flows, bounds, src, dst, load, ports):
 
 @numba.njit(cache=True)
 def _madd(order, group, src, dst, core, rem, core_cap, ports, cap):
+    """MADD (:func:`madd_rates`): ``cap[q]`` the rate of flow ``order[q]``, bytes/s."""
     cores = core_cap.shape[0]
     res_in = np.empty((cores, ports))
     res_out = np.empty((cores, ports))
@@ -130,10 +118,10 @@ def _madd(order, group, src, dst, core, rem, core_cap, ports, cap):
         for q in range(i, j):
             f = order[q]
             if blocked or gamma <= 0.0:
-                cap[f] = 0.0
+                cap[q] = 0.0
                 continue
             r = rem[f] / gamma
-            cap[f] = r
+            cap[q] = r
             h = core[f]
             res_in[h, src[f]] = max(0.0, res_in[h, src[f]] - r)
             res_out[h, dst[f]] = max(0.0, res_out[h, dst[f]] - r)
@@ -385,37 +373,50 @@ class CoflowLoads:
 
 # ----------------------------------------------------------------------------- plans
 def coflow_priority_plan(state: State, index: FlowIndex, order: np.ndarray, *,
-                         core_load: np.ndarray | None = None, **kw) -> Plan:
+                         core_load: np.ndarray | None = None, **kw) -> CoflowPlan:
     """A ``"priority"`` plan serving the ready coflows in ``order`` (first = highest).
 
     Flows of a coflow are ranked by index. With several cores the unpinned flows take
     cores in priority order by :func:`controller.cores.least_loaded_cores` with per-flow
-    load ``core_load`` (default: the remaining bytes); single core: core 0, and the plan
-    is :func:`controller.plan.coflow_order_plan`'s, whose ranks are built only if read
-    (a plan then costs no pass over the flows).
+    load ``core_load`` (default: the remaining bytes); single core: core 0. Either way the
+    plan is a :class:`~controller.plan.CoflowPlan`, whose ranks and caps are built only if
+    read (engines read the order): past the cores, a plan costs O(eligible flows), not a
+    pass over every flow of the workload.
     """
-    a = state.arrays
-    order = np.asarray(order, dtype=np.int64)
-    if a.cores == 1:
-        return coflow_order_plan(state, order, **kw)
-    flows, bounds = index.gather_empty(order)
-    rank = np.empty(a.n_flows)
-    n = _ranked(index.perm, index.start, order, state.eligible, index.tie, flows, bounds, rank)
-    load = state.remaining if core_load is None else core_load
-    core = least_loaded_cores(a, flows[:n], load, state.core, state.workload.fabric.rates)
-    core[core < 0] = 0
-    # coflow_order lets the engine skip sorting flows by rank
-    return Plan(core=core, rank=rank, coflow_order=order, **kw)
+    if state.arrays.cores == 1:
+        return coflow_order_plan(state, np.asarray(order, dtype=np.int64), **kw)
+    return ordered_plan(state, index, order, core_load=core_load, **kw)[0]
 
 
 def ordered_plan(state: State, index: FlowIndex, order: np.ndarray, *,
                  core_load: np.ndarray | None = None,
-                 **kw) -> tuple[Plan, np.ndarray, np.ndarray]:
+                 **kw) -> tuple[CoflowPlan, np.ndarray, np.ndarray]:
     """:func:`coflow_priority_plan`, with the eligible flows in priority order and the
     boundaries of each coflow's run in it (as :meth:`FlowIndex.gather`): ``(plan, flows,
     bounds)``."""
-    plan = coflow_priority_plan(state, index, order, core_load=core_load, **kw)
-    return (plan, *index.gather(order, state.eligible))
+    a = state.arrays
+    order = np.asarray(order, dtype=np.int64)
+    flows, bounds = index.gather(order, state.eligible)
+    if a.cores == 1:
+        return coflow_order_plan(state, order, **kw), flows, bounds
+    load = state.remaining if core_load is None else core_load
+    core = least_loaded_cores(a, flows, load, state.core, state.workload.fabric.rates)
+    np.maximum(core, 0, out=core)   # (the flows of coflows not in the order)
+    return CoflowPlan(state, order, core, **kw), flows, bounds
+
+
+def madd_rates(arrays, order: np.ndarray, group: np.ndarray, core: np.ndarray,
+               remaining: np.ndarray, core_rates) -> np.ndarray:
+    """MADD's rate (bits/s) of each flow of ``order``: :func:`madd_caps` at those flows,
+    in the same order (O(len(order)), no per-flow array of the workload)."""
+    order = np.asarray(order, dtype=np.int64)
+    out = np.empty(len(order))
+    if order.size:
+        _madd(order, np.asarray(group, dtype=np.int64), arrays.src, arrays.dst,
+              np.asarray(core, dtype=np.int64), np.asarray(remaining, dtype=np.float64),
+              np.asarray(core_rates, dtype=np.float64) / 8.0, arrays.ports, out)
+        out *= 8.0
+    return out
 
 
 def madd_caps(arrays, order: np.ndarray, group: np.ndarray, core: np.ndarray,
@@ -442,9 +443,5 @@ def madd_caps(arrays, order: np.ndarray, group: np.ndarray, core: np.ndarray,
     """
     cap = np.full(arrays.n_flows, np.nan)
     order = np.asarray(order, dtype=np.int64)
-    if order.size:
-        _madd(order, np.asarray(group, dtype=np.int64), arrays.src, arrays.dst,
-              np.asarray(core, dtype=np.int64), np.asarray(remaining, dtype=np.float64),
-              np.asarray(core_rates, dtype=np.float64) / 8.0, arrays.ports, cap)
-        cap[order] *= 8.0
+    cap[order] = madd_rates(arrays, order, group, core, remaining, core_rates)
     return cap
