@@ -184,6 +184,57 @@ def test_sebf_one_core_plan_from_kept_loads_equals_the_plan_from_scratch(w, incr
     assert policy.calls >= 1
 
 
+class SebfAgainstDense(Policy):
+    """SEBF's plan on any number of cores (a :class:`CoflowPlan`: ranks built if read,
+    MADD caps on the flows that get one), checked at every call against the dense plan
+    of its definition: rank ``g + tie`` for the eligible flows of ``order[g]`` and one
+    rank after them for the rest, the least-loaded cores (0 where unassigned), and
+    :func:`madd_caps` over the eligible flows in order."""
+
+    name = "test-sebf-dense"
+
+    def __init__(self):
+        super().__init__()
+        self.sebf = Sebf()
+        self.calls = 0
+
+    def start(self, workload):
+        self.workload = workload
+        self.sebf.start(workload)
+
+    def plan(self, state):
+        from controller.cores import least_loaded_cores
+        from controller.policies.portload import FlowIndex, madd_caps
+        self.calls += 1
+        plan = self.sebf._any_core_plan(state)
+        a = state.arrays
+        order = plan.coflow_order
+        idx = FlowIndex(a)
+        flows, bounds = idx.gather(order, state.eligible)
+        group = np.repeat(np.arange(len(order)), np.diff(bounds))
+        rank = np.full(a.n_flows, float(len(order) + 1))
+        rank[flows] = group + idx.tie[flows]
+        core = least_loaded_cores(a, flows, state.remaining, state.core,
+                                  state.workload.fabric.rates)
+        core[core < 0] = 0
+        cap = madd_caps(a, flows, group, core, state.remaining, state.workload.fabric.rates)
+        assert isinstance(plan, CoflowPlan)
+        assert np.array_equal(plan.core, core)
+        assert np.array_equal(plan.rank, rank)
+        assert np.array_equal(plan.rate_cap, cap, equal_nan=True)
+        assert np.all(plan.cap_values > 0) if plan.cap_flows is not None else True
+        return plan
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(w=workloads(ports=(2, 5), cores=(1, 3), coflows=(1, 10), max_flows=6, empty=False))
+def test_sebf_sparse_plan_equals_its_dense_definition(w):
+    policy = SebfAgainstDense()
+    r = Simulator(w, policy, segments=True).run()
+    verify(w, r)
+    assert policy.calls >= 1
+
+
 def due_heap_checked(mp):
     """Patch the capped engine to check its due heap after every run: a heap (each key at
     most its children's), ``hpos`` its inverse, holding exactly the flows sending, each
