@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.plan import CoflowPlan
+from controller.plan import CoflowPlan, FlowOrderPlan
 from controller.policies import Policy, get_policy
 from controller.policies.sebf import Sebf
 from emulate.sim.capped import CappedEngine
@@ -189,7 +189,7 @@ class SebfAgainstDense(Policy):
     MADD caps on the flows that get one), checked at every call against the dense plan
     of its definition: rank ``g + tie`` for the eligible flows of ``order[g]`` and one
     rank after them for the rest, the least-loaded cores (0 where unassigned), and
-    :func:`madd_caps` over the eligible flows in order."""
+    MADD's caps on the eligible flows in order, NaN (none) elsewhere."""
 
     name = "test-sebf-dense"
 
@@ -204,7 +204,7 @@ class SebfAgainstDense(Policy):
 
     def plan(self, state):
         from controller.cores import least_loaded_cores
-        from controller.policies.portload import FlowIndex, madd_caps
+        from controller.policies.portload import FlowIndex, madd_rates
         self.calls += 1
         plan = self.sebf._any_core_plan(state)
         a = state.arrays
@@ -217,7 +217,9 @@ class SebfAgainstDense(Policy):
         core = least_loaded_cores(a, flows, state.remaining, state.core,
                                   state.workload.fabric.rates)
         core[core < 0] = 0
-        cap = madd_caps(a, flows, group, core, state.remaining, state.workload.fabric.rates)
+        cap = np.full(a.n_flows, np.nan)
+        cap[flows] = madd_rates(a, flows, group, core, state.remaining,
+                                state.workload.fabric.rates)
         assert isinstance(plan, CoflowPlan)
         assert np.array_equal(plan.core, core)
         assert np.array_equal(plan.rank, rank)
@@ -233,6 +235,88 @@ def test_sebf_sparse_plan_equals_its_dense_definition(w):
     r = Simulator(w, policy, segments=True).run()
     verify(w, r)
     assert policy.calls >= 1
+
+
+class WeaverAgainstDense(Policy):
+    """Weaver's plan on several cores (a :class:`FlowOrderPlan`: its flows in order,
+    MADD caps on those that get one), checked at every call: its order is every
+    eligible flow once, sub-coflow after sub-coflow (a coflow's flows on one core), and
+    its dense ranks and caps, built when read, agree with it."""
+
+    name = "test-weaver-dense"
+
+    def __init__(self):
+        super().__init__()
+        self.weaver = get_policy("weaver")
+        self.calls = 0
+
+    def start(self, workload):
+        self.workload = workload
+        self.weaver.start(workload)
+
+    def plan(self, state):
+        plan = self.weaver.plan(state)
+        a = state.arrays
+        if a.cores == 1:
+            return plan
+        self.calls += 1
+        assert isinstance(plan, FlowOrderPlan)
+        f = plan.flows
+        assert np.array_equal(np.sort(f), np.flatnonzero(state.eligible))
+        sub = a.coflow[f] * a.cores + plan.core[f]
+        runs = sub[np.flatnonzero(np.diff(sub, prepend=-1))]
+        assert len(np.unique(runs)) == len(runs)   # each sub-coflow's flows together
+        assert np.array_equal(plan.flow_order(state), f)
+        rank = plan.rank
+        assert np.array_equal(f[np.argsort(rank[f], kind="stable")], f)
+        assert np.all(rank[~state.eligible] >= len(f))
+        cap = plan.rate_cap
+        assert np.all(np.isnan(cap[~state.eligible]))
+        assert np.all(cap[f] >= 0.0)
+        assert np.array_equal(np.flatnonzero(cap > 0), np.sort(plan.cap_flows))
+        assert np.array_equal(cap[plan.cap_flows], plan.cap_values)
+        return plan
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(w=workloads(ports=(2, 5), cores=(2, 3), coflows=(1, 10), max_flows=6, empty=False))
+def test_weaver_flow_order_plan_agrees_with_its_dense_form(w):
+    policy = WeaverAgainstDense()
+    r = Simulator(w, policy, segments=True).run()
+    verify(w, r)
+    assert policy.calls >= 1
+
+
+def test_flow_order_plan_must_list_every_eligible_flow_once():
+    """A :class:`FlowOrderPlan` missing an eligible flow, listing one twice, listing a
+    flow that cannot send or an index out of range is refused with a PlanError."""
+    from controller.model import Coflow, Flow, Workload
+    from controller.plan import PlanError
+    from topologies.fabric import Fabric
+    w = Workload(Fabric(cores=2, ports=3, rate_bps=8e6),
+                 [Coflow("a", [Flow(0, 1, 1e6), Flow(0, 2, 1e6)]),
+                  Coflow("b", [Flow(2, 0, 1e6)], release=5.0)])
+    bad = {"missing": [0], "twice": [0, 0], "not ready": [0, 2], "out of range": [0, 7],
+           "negative": [1, -1]}
+
+    class Listing(Policy):
+        name = "test-listing"
+
+        def __init__(self, flows=None):
+            super().__init__()
+            self.flows = flows
+
+        def plan(self, state):
+            flows = (np.flatnonzero(state.eligible)[::-1] if self.flows is None
+                     else self.flows)
+            return FlowOrderPlan(state, flows, np.zeros(state.arrays.n_flows, dtype=np.int64))
+
+    for what, flows in bad.items():
+        with pytest.raises(PlanError, match="every eligible flow once"):
+            Simulator(w, Listing(flows)).run()
+    ok = Simulator(w, Listing()).run()   # the eligible flows, last first
+    assert np.all(np.isfinite(ok.coflow_completion))
+    assert ok.flow_completion[1] < ok.flow_completion[0]
 
 
 def due_heap_checked(mp):

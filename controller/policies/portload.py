@@ -8,7 +8,7 @@ loads at every event, so this module computes them in compiled loops over the el
 flows only, grouped by coflow through a :class:`FlowIndex` built once per workload: no
 per-event sort over flows and no Python loop over flows.
 
-:func:`madd_caps` is MADD (Minimum-Allocation-for-Desired-Duration, Varys, SIGCOMM 2014,
+:func:`madd_rates` is MADD (Minimum-Allocation-for-Desired-Duration, Varys, SIGCOMM 2014,
 Section 5.3): groups of flows (coflows, or Weaver's per-core sub-coflows) are taken in
 priority order; each gets, from the capacity earlier groups left on each (core, port), the
 smallest rates that finish all its flows together, at its bottleneck time.
@@ -407,21 +407,8 @@ def ordered_plan(state: State, index: FlowIndex, order: np.ndarray, *,
 
 def madd_rates(arrays, order: np.ndarray, group: np.ndarray, core: np.ndarray,
                remaining: np.ndarray, core_rates) -> np.ndarray:
-    """MADD's rate (bits/s) of each flow of ``order``: :func:`madd_caps` at those flows,
-    in the same order (O(len(order)), no per-flow array of the workload)."""
-    order = np.asarray(order, dtype=np.int64)
-    out = np.empty(len(order))
-    if order.size:
-        _madd(order, np.asarray(group, dtype=np.int64), arrays.src, arrays.dst,
-              np.asarray(core, dtype=np.int64), np.asarray(remaining, dtype=np.float64),
-              np.asarray(core_rates, dtype=np.float64) / 8.0, arrays.ports, out)
-        out *= 8.0
-    return out
-
-
-def madd_caps(arrays, order: np.ndarray, group: np.ndarray, core: np.ndarray,
-              remaining: np.ndarray, core_rates) -> np.ndarray:
-    """MADD rate caps (bits/s per flow; ``nan`` outside ``order``).
+    """MADD's rate (bits/s) of each flow of ``order``, in the same order: O(len(order)),
+    no per-flow array of the workload.
 
     Parameters
     ----------
@@ -437,11 +424,16 @@ def madd_caps(arrays, order: np.ndarray, group: np.ndarray, core: np.ndarray,
 
     Returns
     -------
-    float array per flow: ``remaining / Γ`` in bits/s, where ``Γ`` is the group's bottleneck
-    time on the capacity left by the groups before it; ``0`` for a group that needs a port
-    earlier groups have saturated (Varys gives it nothing and leaves it to backfilling).
+    float array per position of ``order``: ``remaining / Γ`` in bits/s, where ``Γ`` is the
+    group's bottleneck time on the capacity left by the groups before it; ``0`` for a group
+    that needs a port earlier groups have saturated (Varys gives it nothing and leaves it
+    to backfilling).
     """
-    cap = np.full(arrays.n_flows, np.nan)
     order = np.asarray(order, dtype=np.int64)
-    cap[order] = madd_rates(arrays, order, group, core, remaining, core_rates)
-    return cap
+    out = np.empty(len(order))
+    if order.size:
+        _madd(order, np.asarray(group, dtype=np.int64), arrays.src, arrays.dst,
+              np.asarray(core, dtype=np.int64), np.asarray(remaining, dtype=np.float64),
+              np.asarray(core_rates, dtype=np.float64) / 8.0, arrays.ports, out)
+        out *= 8.0
+    return out

@@ -27,8 +27,10 @@ sub-coflows in increasing order of their effective bottleneck on that core (rema
 bytes over the core's rate, ``Γ``; ties by coflow index), MADD rates (each sub-coflow's
 flows finish together at its bottleneck on the capacity left by the sub-coflows before it
 on that core), then backfilling. Cores are independent, so one global order by ``Γ``
-gives every core its own SEBF order. On one core this is exactly ``sebf``, and the plan
-is sebf's (:func:`controller.policies.sebf.one_core_plan`: loads kept from plan to plan, a
+gives every core its own SEBF order: the plan is a
+:class:`~controller.plan.FlowOrderPlan`, the eligible flows sub-coflow after sub-coflow,
+with MADD's caps on the flows that get one. On one core this is exactly ``sebf``, and
+the plan is sebf's (:func:`controller.policies.sebf.one_core_plan`: loads kept from plan to plan, a
 coflow order the capped engine keeps its pairs under).
 
 References
@@ -42,9 +44,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from controller.plan import Plan, State
+from controller.plan import FlowOrderPlan, Plan, State
 from controller.policies.base import Policy, register
-from controller.policies.portload import index_for, madd_caps, tie_groups
+from controller.policies.portload import index_for, madd_rates, tie_groups
 from controller.policies.sebf import one_core_plan
 
 
@@ -155,6 +157,9 @@ class Weaver(Policy):
         super().start(workload)
         self._core = np.full(workload.arrays.n_flows, -1, dtype=np.int64)
         self._assigned = np.zeros(workload.arrays.n_coflows, dtype=np.bool_)
+        # the plans' cores: the assignment (a flow that sent before its coflow was
+        # assigned keeps its core), core 0 for the flows of coflows not ready yet
+        self._plan_core = np.zeros(workload.arrays.n_flows, dtype=np.int64)
 
     def plan(self, state: State) -> Plan:
         a = state.arrays
@@ -168,8 +173,13 @@ class Weaver(Policy):
         if new.size:
             weaver_assignment(a, new, state.remaining, rates, out=self._core)
             self._assigned[new] = True
-        core = np.where(state.core >= 0, state.core, self._core)
-        np.maximum(core, 0, out=core)   # (the flows of coflows not ready yet)
+            ptr, members = a.coflow_ptr, a.coflow_flows
+            fl = np.concatenate([members[ptr[k]:ptr[k + 1]] for k in new])
+            self._plan_core[fl] = np.where(state.core[fl] >= 0, state.core[fl],
+                                           self._core[fl])
+        # (a flow that sends afterwards is pinned to its plan's core: flows do not
+        # migrate, Plan.validate says so, so the kept cores stay the flows' pins)
+        core = self._plan_core.copy()
         # sub-coflows (coflow, core), each ordered by its bottleneck on its own core
         flows, bounds = idx.gather(active, state.eligible)
         gamma = idx.bottleneck(flows, bounds, state.remaining, core=core, core_rates=rates)
@@ -182,8 +192,10 @@ class Weaver(Policy):
         out = np.empty(len(flows), dtype=np.int64)
         sizes = np.empty(len(sg), dtype=np.int64)
         _by_sub(flows, bounds, core, sg, sh, out, sizes)
+        # the flows sub-coflow after sub-coflow are the plan's order; MADD caps the
+        # flows of each sub-coflow that is not blocked (the others backfill only)
         pos = np.repeat(np.arange(len(sg)), sizes)
-        rank = np.full(a.n_flows, float(len(sg) + 1))
-        rank[out] = pos + idx.tie[out]
-        caps = madd_caps(a, out, pos, core, state.remaining, rates)
-        return Plan(core=core, rank=rank, rate_cap=caps, sharing="priority", backfill=True)
+        caps = madd_rates(a, out, pos, core, state.remaining, rates)
+        sending = caps > 0.0
+        return FlowOrderPlan(state, out, core, cap_flows=out[sending],
+                             cap_values=caps[sending], backfill=True)

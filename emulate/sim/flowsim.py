@@ -673,7 +673,7 @@ class Simulator:
         """Priority with caps that fit the links: the capped engine (emulate.sim.capped),
         whose pairs outlive the plan. None if the plan is not one (no caps, byte limits,
         fixed rates) or its caps do not fit: another engine takes it."""
-        sparse = getattr(plan, "cap_flows", None) is not None  # CoflowPlan's caps
+        sparse = getattr(plan, "cap_flows", None) is not None  # a SparsePlan's caps
         if (plan.sharing != "priority" or not self.incremental or plan.rates_fixed
                 or (not sparse and plan.rate_cap is None)
                 or (plan.byte_limit is not None and np.isfinite(plan.byte_limit).any())):
@@ -689,7 +689,9 @@ class Simulator:
         order = None
         if co is None:
             order = np.ascontiguousarray(plan.flow_order(st), dtype=np.int64)
-        if sparse and co is not None:
+        # the plan's own list of the eligible flows (the caps are on its listed flows)
+        listed = co is not None or order is getattr(plan, "flows", None)
+        if sparse and listed:
             cflows, caps = plan.cap_flows, plan.cap_values / 8.0
         else:
             ranked = order if co is None else coflow_flows(co, a.coflow_ptr, a.coflow_flows,
