@@ -384,9 +384,25 @@ class FlowOrderPlan(SparsePlan):
     Weaver's per-core sub-coflows). Engines take ``flows`` as the order instead of
     sorting ranks."""
 
-    def __init__(self, state: State, flows, core: np.ndarray, **kw):
+    def __init__(self, state: State, flows, core: np.ndarray, *, grouped: bool = False,
+                 **kw):
         self.flows = np.ascontiguousarray(flows, dtype=np.int64)
+        self.grouped = bool(grouped)
+        self._groups = None
         super().__init__(state, core, **kw)
+
+    def sub_coflows(self) -> tuple[np.ndarray, np.ndarray]:
+        """With ``grouped``: ``flows`` lists each sub-coflow's flows (a coflow's flows on
+        one core, id ``coflow * cores + core``) together, by index inside, and an engine
+        may key its state by sub-coflow from plan to plan. Returns ``(ids in order,
+        bounds into flows)``; empty bounds if ``flows`` does not."""
+        if self._groups is None or self._groups[0] is not self.core:
+            a = self._arrays
+            core = np.asarray(self.core, dtype=np.int64)
+            self._groups = (self.core, _sub_coflows(
+                self.flows, a.coflow, core, a.cores,
+                np.zeros(a.n_coflows * a.cores, dtype=np.bool_)))
+        return self._groups[1]
 
     def _ranks(self) -> np.ndarray:
         rank = np.full(self._arrays.n_flows, float(len(self.flows)))
@@ -411,6 +427,9 @@ class FlowOrderPlan(SparsePlan):
         if (f.ndim != 1 or len(f) != np.count_nonzero(state.eligible)
                 or not _each_eligible_once(f, state.eligible, np.zeros(n, dtype=np.bool_))):
             raise PlanError("plan.flows must list every eligible flow once (and no other)")
+        if self.grouped and len(f) and not len(self.sub_coflows()[1]):
+            raise PlanError("plan.flows (grouped) must list each sub-coflow's flows (a "
+                            "coflow's flows on one core) together, by index inside")
 
 
 @numba.njit(cache=True)
@@ -423,3 +442,36 @@ def _each_eligible_once(flows, eligible, seen):
             return False
         seen[f] = True
     return True
+
+
+@numba.njit(cache=True)
+def _sub_coflows(order, coflow, core, cores, seen):
+    """The sub-coflows of ``order`` (a coflow's flows on one core, id ``coflow * cores +
+    core``) if it lists each one's flows together and by index inside: ``(ids in order,
+    bounds into order)``; else empty ``bounds``. ``seen`` (bool per id, all False) is
+    left as found."""
+    n = order.shape[0]
+    ids = np.empty(n, dtype=np.int64)
+    bounds = np.empty(n + 1, dtype=np.int64)
+    g = 0
+    ok = True
+    for q in range(n):
+        f = order[q]
+        s = coflow[f] * cores + core[f]
+        if q == 0 or s != ids[g - 1]:
+            if seen[s]:
+                ok = False
+                break
+            seen[s] = True
+            ids[g] = s
+            bounds[g] = q
+            g += 1
+        elif f <= order[q - 1]:
+            ok = False
+            break
+    for i in range(g):
+        seen[ids[i]] = False
+    if not ok:
+        return ids[:0], bounds[:0]
+    bounds[g] = n
+    return ids[:g], bounds[:g + 1]

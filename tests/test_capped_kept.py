@@ -50,24 +50,58 @@ class Shuffled(Policy):
     def plan(self, state):
         a = state.arrays
         rng = self.rng
-        P, C = a.ports, a.cores
         order = rng.permutation(state.active_coflows)
-        core = np.where(state.core >= 0, state.core, rng.integers(0, C, a.n_flows))
+        core = np.where(state.core >= 0, state.core, rng.integers(0, a.cores, a.n_flows))
         pos = np.full(a.n_coflows, -1)
         pos[order] = np.arange(len(order))
         elig = np.flatnonzero(state.eligible)
         chosen = elig[rng.random(len(elig)) < 0.6]
         chosen = chosen[np.lexsort((chosen, pos[a.coflow[chosen]]))]  # rank order
-        h = core[chosen]
-        n_in = np.bincount(h * P + a.src[chosen], minlength=C * P)
-        n_out = np.bincount(h * P + a.dst[chosen], minlength=C * P)
-        most = np.maximum(n_in[h * P + a.src[chosen]], n_out[h * P + a.dst[chosen]])
-        rates = np.asarray(state.workload.fabric.rates, dtype=np.float64)
-        cap = rates[h] / np.maximum(most, 1) * rng.uniform(0.2, 1.0, len(chosen))
-        if self.overcap and rng.random() < 0.2:
-            cap *= 3.0
+        cap = fitting_caps(rng, state, core, chosen, self.overcap)
         return CoflowPlan(state, order, core, cap_flows=chosen, cap_values=cap,
                           backfill=True)
+
+
+def fitting_caps(rng, state, core, chosen, overcap):
+    """Caps (bits/s) for the flows ``chosen`` on ``core`` that fit the links: each at
+    most its core's rate over the most chosen flows on either of its ports (with
+    ``overcap``, one call in five three times as large: they may not fit)."""
+    a = state.arrays
+    P, C = a.ports, a.cores
+    h = core[chosen]
+    n_in = np.bincount(h * P + a.src[chosen], minlength=C * P)
+    n_out = np.bincount(h * P + a.dst[chosen], minlength=C * P)
+    most = np.maximum(n_in[h * P + a.src[chosen]], n_out[h * P + a.dst[chosen]])
+    rates = np.asarray(state.workload.fabric.rates, dtype=np.float64)
+    cap = rates[h] / np.maximum(most, 1) * rng.uniform(0.2, 1.0, len(chosen))
+    if overcap and rng.random() < 0.2:
+        cap *= 3.0
+    return cap
+
+
+class ShuffledSubCoflows(Shuffled):
+    """:class:`Shuffled` by sub-coflows (a coflow's flows on one core): every plan a
+    random core for each flow not yet started (so flows move between sub-coflows, and a
+    sub-coflow can leave the order and come back), the sub-coflows in a random order, a
+    :class:`FlowOrderPlan` listing them ``grouped``, caps on a random share of the flows
+    that fit the links (or, with ``overcap``, sometimes not)."""
+
+    name = "test-shuffled-sub-coflows"
+
+    def plan(self, state):
+        a = state.arrays
+        rng = self.rng
+        core = np.where(state.core >= 0, state.core, rng.integers(0, a.cores, a.n_flows))
+        elig = np.flatnonzero(state.eligible)
+        sub = a.coflow[elig] * a.cores + core[elig]
+        ids = np.unique(sub)
+        pos = np.empty(a.n_coflows * a.cores, dtype=np.int64)
+        pos[ids] = rng.permutation(len(ids))
+        flows = elig[np.lexsort((elig, pos[sub]))]
+        chosen = flows[rng.random(len(flows)) < 0.6]   # (in rank order)
+        cap = fitting_caps(rng, state, core, chosen, self.overcap)
+        return FlowOrderPlan(state, flows, core, grouped=True, cap_flows=chosen,
+                             cap_values=cap, backfill=True)
 
 
 def rebuilt_every_plan(mp):
@@ -119,24 +153,35 @@ def test_kept_engine_under_shuffled_orders_and_caps(w, seed, overcap):
     assert_same(*kept_rebuilt_rescan(w, lambda: Shuffled(seed, overcap)))
 
 
-def test_shuffled_plans_run_on_the_kept_engine(monkeypatch):
-    # the property above tests the kept engine only if its plans reach it and it keeps
+@settings(max_examples=60, **SETTINGS)
+@given(w=workloads(ports=(2, 4), cores=(1, 3), coflows=(2, 10), max_flows=5),
+       seed=st.integers(0, 2 ** 32 - 1), overcap=st.booleans())
+def test_kept_engine_under_shuffled_sub_coflows(w, seed, overcap):
+    # the engine keys flows by sub-coflow labels from plan to plan: sub-coflows move,
+    # appear, leave and come back as flows not yet started change cores
+    assert_same(*kept_rebuilt_rescan(w, lambda: ShuffledSubCoflows(seed, overcap)))
+
+
+@pytest.mark.parametrize("policy,method", [(Shuffled, "_reorder"),
+                                           (ShuffledSubCoflows, "_regroup")])
+def test_shuffled_plans_run_on_the_kept_engine(monkeypatch, policy, method):
+    # the properties above test the kept engine only if its plans reach it and it keeps
     # pairs: count the plans it applied without a rebuild
     kept = []
-    inner = CappedEngine._reorder
+    inner = getattr(CappedEngine, method)
 
     def spy(self, *args):
         ok = inner(self, *args)
         kept.append(ok)
         return ok
 
-    monkeypatch.setattr(CappedEngine, "_reorder", spy)
+    monkeypatch.setattr(CappedEngine, method, spy)
     from controller.model import Coflow, Flow, Workload
     from topologies.fabric import Fabric
     w = Workload(Fabric(ports=3, cores=2, rate_bps=8.0), tuple(
         Coflow(f"c{k}", (Flow(k % 3, (k + 1) % 3, 1.0 + k), Flow((k + 2) % 3, k % 3, 2.0)),
                release=float(k // 3)) for k in range(9)))
-    assert_same(*kept_rebuilt_rescan(w, lambda: Shuffled(7, False)))
+    assert_same(*kept_rebuilt_rescan(w, lambda: policy(7, False)))
     assert sum(kept) >= 3, kept
 
 
@@ -317,6 +362,22 @@ def test_flow_order_plan_must_list_every_eligible_flow_once():
     ok = Simulator(w, Listing()).run()   # the eligible flows, last first
     assert np.all(np.isfinite(ok.coflow_completion))
     assert ok.flow_completion[1] < ok.flow_completion[0]
+
+    # grouped: each sub-coflow's flows together, by index inside
+    class Grouped(Policy):
+        name = "test-grouped"
+
+        def __init__(self, core):
+            super().__init__()
+            self.core = np.asarray(core, dtype=np.int64)
+
+        def plan(self, state):
+            flows = np.flatnonzero(state.eligible)[::-1]
+            return FlowOrderPlan(state, flows, self.core, grouped=True)
+
+    with pytest.raises(PlanError, match="together, by index inside"):
+        Simulator(w, Grouped([0, 0, 0])).run()   # coflow a's flows on core 0, 1 before 0
+    assert np.all(np.isfinite(Simulator(w, Grouped([0, 1, 0])).run().coflow_completion))
 
 
 def due_heap_checked(mp):

@@ -197,5 +197,5 @@ class Weaver(Policy):
         pos = np.repeat(np.arange(len(sg)), sizes)
         caps = madd_rates(a, out, pos, core, state.remaining, rates)
         sending = caps > 0.0
-        return FlowOrderPlan(state, out, core, cap_flows=out[sending],
+        return FlowOrderPlan(state, out, core, grouped=True, cap_flows=out[sending],
                              cap_values=caps[sending], backfill=True)

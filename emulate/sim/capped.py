@@ -681,6 +681,27 @@ def _update_pairs(moved, insert, ikey, core, dpair, D, pool, pbase, pcap, pbeg, 
             hkey[e] = k
 
 
+@numba.njit(cache=True)
+def _group_changes(order, bounds, status, core_of, core):
+    """The flows to take out of their pairs and those to put in, for a new order of
+    sub-coflows (``status`` per sub-coflow: 0 kept, 1 moved, 2 new): every flow of a
+    moved or new one, and a kept one's flows whose core changed (or not in a pair)."""
+    out = np.empty(order.shape[0], dtype=np.int64)
+    ins = np.empty(order.shape[0], dtype=np.int64)
+    n_out = 0
+    n_in = 0
+    for g in range(bounds.shape[0] - 1):
+        for q in range(bounds[g], bounds[g + 1]):
+            f = order[q]
+            if status[g] != 0 or core_of[f] != core[f]:
+                if core_of[f] >= 0:
+                    out[n_out] = f
+                    n_out += 1
+                ins[n_in] = f
+                n_in += 1
+    return out[:n_out], ins[:n_in]
+
+
 def coflow_flows(order, ptr, flows, eligible) -> np.ndarray:
     """The eligible flows of the coflows ``order``, coflow after coflow, by index inside
     (``ptr``, ``flows``: ``FlowArrays.coflow_ptr``, ``coflow_flows``)."""
@@ -1166,19 +1187,24 @@ class CappedEngine:
 
     # ------------------------------------------------------------------ plans
     def plan(self, t, order, coflow_order, core, cflows, caps, backfill, eligible, left,
-             rate) -> bool:
+             rate, groups=None) -> bool:
         """Apply a plan at time ``t``: flows ranked by ``coflow_order`` (coflows, each
         eligible flow in one of them, by index inside) or else by ``order`` (every
-        eligible flow), on cores ``core``; the flows ``cflows`` (rank order) capped at
-        ``caps`` (bytes/s, > 0), the others at 0. Returns False if the caps do not fit
-        the links (then the caller rescans and must :meth:`invalidate`)."""
+        eligible flow; with ``groups``, ``(ids, bounds)`` of
+        :meth:`controller.plan.FlowOrderPlan.sub_coflows`, it lists them sub-coflow after
+        sub-coflow), on cores ``core``; the flows ``cflows``
+        (rank order) capped at ``caps`` (bytes/s, > 0), the others at 0. Returns False
+        if the caps do not fit the links (then the caller rescans and must
+        :meth:`invalidate`)."""
         a = self.arrays
         core = read_only(core)
-        mode = "flow" if coflow_order is None else "coflow"
+        mode = ("coflow" if coflow_order is not None else
+                "group" if groups is not None else "flow")
         old = self.hf[:self.nh].copy() if self.valid else np.flatnonzero(rate > 0)
-        if not (self.valid and mode == self.mode == "coflow"
-                and self._reorder(coflow_order, core, eligible, left)):
-            self._rebuild(mode, order, coflow_order, core, eligible)
+        if not (self.valid and mode == self.mode and (
+                (mode == "coflow" and self._reorder(coflow_order, core, eligible, left))
+                or (mode == "group" and self._regroup(order, groups, core)))):
+            self._rebuild(mode, order, coflow_order, core, eligible, groups)
         self.cval[self.cflows] = 0.0
         self.cflows = cflows
         if not _first_pass(cflows, caps, a.src, a.dst, core, self.core_cap, a.ports,
@@ -1190,7 +1216,7 @@ class CappedEngine:
         self._core = core
         return True
 
-    def _rebuild(self, mode, order, coflow_order, core, eligible) -> None:
+    def _rebuild(self, mode, order, coflow_order, core, eligible, groups=None) -> None:
         """The pairs from scratch: every eligible flow, in rank order."""
         a = self.arrays
         # (the flows in the pairs and the capped ones, not every flow: a plan's work is
@@ -1211,6 +1237,12 @@ class CappedEngine:
             insert = ordered_flows(coflow_order, a.coflow_ptr, a.coflow_flows, eligible,
                                    self.core_of, -1)
             ikey = self.label[a.coflow[insert]] * self.W + self.rk[insert]
+        elif mode == "group":
+            self.label = spread_labels(a.n_coflows * a.cores, groups[0],
+                                       KEY_SPACE // self.W)
+            insert = order
+            ikey = self.label[a.coflow[insert] * a.cores + core[insert]] * self.W \
+                + self.rk[insert]
         else:
             insert = order
             ikey = np.arange(1, len(order) + 1, dtype=np.int64)
@@ -1238,6 +1270,29 @@ class CappedEngine:
                                                  a.coflow_flows, eligible, self.core_of, 0)])
         self.label = new_label
         self._update(out, ins, new_label[a.coflow[ins]] * self.W + self.rk[ins], core)
+        self.n_live += len(ins) - len(out)
+        return True
+
+    def _regroup(self, order, groups, core) -> bool:
+        """:meth:`_reorder` for a plan that lists its flows sub-coflow after sub-coflow
+        (labels per sub-coflow: a coflow's flows on one core): the flows of the
+        sub-coflows moved or new, and those that changed cores, move; False if the
+        labels have no room left: rebuild."""
+        a = self.arrays
+        ids, bounds = groups
+        old_labels = self.label[ids]
+        keep = heaviest_increasing(old_labels, np.diff(bounds).astype(np.float64))
+        # labels for the sub-coflows of this order only: one that left it (its flows
+        # moved to other cores) and comes back later is new then, not a stale label
+        new_label = np.full_like(self.label, -1)
+        new_label[ids] = old_labels
+        if not relabel(ids, keep, new_label, KEY_SPACE // self.W):
+            return False
+        status = np.where(old_labels < 0, 2, np.where(keep, 0, 1)).astype(np.int64)
+        out, ins = _group_changes(order, bounds, status, self.core_of, core)
+        self.label = new_label
+        self._update(out, ins, new_label[a.coflow[ins] * a.cores + core[ins]] * self.W
+                     + self.rk[ins], core)
         self.n_live += len(ins) - len(out)
         return True
 

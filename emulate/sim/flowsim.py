@@ -690,7 +690,9 @@ class Simulator:
         if co is None:
             order = np.ascontiguousarray(plan.flow_order(st), dtype=np.int64)
         # the plan's own list of the eligible flows (the caps are on its listed flows)
-        listed = co is not None or order is getattr(plan, "flows", None)
+        own = order is not None and order is getattr(plan, "flows", None)
+        listed = co is not None or own
+        groups = plan.sub_coflows() if own and plan.grouped else None
         if sparse and listed:
             cflows, caps = plan.cap_flows, plan.cap_values / 8.0
         else:
@@ -702,7 +704,7 @@ class Simulator:
         eng = self._capped
         core = np.ascontiguousarray(plan.core, dtype=np.int64)
         if not eng.plan(self.t, order, co, core, cflows, caps, plan.backfill,
-                        life.eligible, life.left, self.rate):
+                        life.eligible, life.left, self.rate, groups):
             return None
         # the other engines' bookkeeping: no order of theirs is current
         self._pos[self._order] = -1
