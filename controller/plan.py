@@ -382,7 +382,9 @@ class FlowOrderPlan(SparsePlan):
     """A :class:`SparsePlan` given by a flow order: ``flows``, every eligible flow once,
     highest priority first (for policies whose order no coflow order expresses, e.g.
     Weaver's per-core sub-coflows). Engines take ``flows`` as the order instead of
-    sorting ranks."""
+    sorting ranks. With ``grouped`` the list is sub-coflow after sub-coflow (a coflow's
+    flows on one core, by index inside: :meth:`sub_coflows`), which lets an engine keep
+    its state from plan to plan per sub-coflow (validation checks it)."""
 
     def __init__(self, state: State, flows, core: np.ndarray, *, grouped: bool = False,
                  **kw):

@@ -40,8 +40,10 @@ Three facts make the work proportional to what changes instead:
   key from plan to plan; a new plan removes and reinserts the flows of the coflows it
   moved (the fewest flows: the coflows kept are a heaviest increasing subsequence of the
   old labels) and of those that became ready, and re-offers the backfill. A plan that
-  ranks flows one by one (no coflow order) keys each flow by its position and rebuilds
-  the pairs, in O(its flows).
+  lists its flows sub-coflow after sub-coflow (a coflow's flows on one core: Weaver's
+  order, ``FlowOrderPlan(grouped=True)``) is kept the same way with a label per
+  sub-coflow, its flows that changed cores moved too. A plan that ranks flows one by
+  one otherwise keys each flow by its position and rebuilds the pairs, in O(its flows).
 
 Flows whose rate does not change are not touched at an event, nor at a plan (their due
 times stand: :func:`_replan_rate`): a flow's remaining bytes
