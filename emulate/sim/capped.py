@@ -1194,10 +1194,9 @@ class CappedEngine:
         eligible flow in one of them, by index inside) or else by ``order`` (every
         eligible flow; with ``groups``, ``(ids, bounds)`` of
         :meth:`controller.plan.FlowOrderPlan.sub_coflows`, it lists them sub-coflow after
-        sub-coflow), on cores ``core``; the flows ``cflows``
-        (rank order) capped at ``caps`` (bytes/s, > 0), the others at 0. Returns False
-        if the caps do not fit the links (then the caller rescans and must
-        :meth:`invalidate`)."""
+        sub-coflow), on cores ``core``; the flows ``cflows`` (rank order) capped at
+        ``caps`` (bytes/s, > 0), the others at 0. Returns False if the caps do not fit
+        the links (then the caller rescans and must :meth:`invalidate`)."""
         a = self.arrays
         core = read_only(core)
         mode = ("coflow" if coflow_order is not None else
