@@ -30,8 +30,8 @@ on that core), then backfilling. Cores are independent, so one global order by `
 gives every core its own SEBF order: the plan is a
 :class:`~controller.plan.FlowOrderPlan`, the eligible flows sub-coflow after sub-coflow,
 with MADD's caps on the flows that get one. On one core this is exactly ``sebf``, and
-the plan is sebf's (:func:`controller.policies.sebf.one_core_plan`: loads kept from plan to plan, a
-coflow order the capped engine keeps its pairs under).
+the plan is sebf's (:func:`controller.policies.sebf.one_core_plan`: loads kept from plan
+to plan, a coflow order the capped engine keeps its pairs under).
 
 References
 ----------
@@ -155,7 +155,6 @@ class Weaver(Policy):
 
     def start(self, workload):
         super().start(workload)
-        self._core = np.full(workload.arrays.n_flows, -1, dtype=np.int64)
         self._assigned = np.zeros(workload.arrays.n_coflows, dtype=np.bool_)
         # the plans' cores: the assignment (a flow that sent before its coflow was
         # assigned keeps its core), core 0 for the flows of coflows not ready yet
@@ -171,12 +170,12 @@ class Weaver(Policy):
         active = state.active_coflows
         new = active[~self._assigned[active]]
         if new.size:
-            weaver_assignment(a, new, state.remaining, rates, out=self._core)
+            weaver_assignment(a, new, state.remaining, rates, out=self._plan_core)
             self._assigned[new] = True
             ptr, members = a.coflow_ptr, a.coflow_flows
             fl = np.concatenate([members[ptr[k]:ptr[k + 1]] for k in new])
-            self._plan_core[fl] = np.where(state.core[fl] >= 0, state.core[fl],
-                                           self._core[fl])
+            pinned = fl[state.core[fl] >= 0]
+            self._plan_core[pinned] = state.core[pinned]
         # (a flow that sends afterwards is pinned to its plan's core: flows do not
         # migrate, Plan.validate says so, so the kept cores stay the flows' pins)
         core = self._plan_core.copy()
