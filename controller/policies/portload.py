@@ -437,3 +437,15 @@ def madd_rates(arrays, order: np.ndarray, group: np.ndarray, core: np.ndarray,
               np.asarray(core_rates, dtype=np.float64) / 8.0, arrays.ports, out)
         out *= 8.0
     return out
+
+
+def madd_cap_flows(arrays, order: np.ndarray, group: np.ndarray, core: np.ndarray,
+                   remaining: np.ndarray, core_rates) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`madd_rates` as a plan's sparse caps (``cap_flows``, ``cap_values`` of a
+    :class:`~controller.plan.SparsePlan` listing ``order``): the flows MADD gives a rate
+    above 0, in order, and their rates (bits/s); the others are capped at 0 (they take
+    only what backfilling leaves)."""
+    order = np.asarray(order, dtype=np.int64)
+    rates = madd_rates(arrays, order, group, core, remaining, core_rates)
+    sending = rates > 0.0
+    return order[sending], rates[sending]

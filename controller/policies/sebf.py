@@ -16,7 +16,7 @@ reports (a coflow becomes ready, a coflow completes):
    per-flow rate ``remaining bytes / Γ'_k``, where ``Γ'_k`` is its bottleneck on the
    capacity the earlier coflows left on each (core, port), so all its flows would finish
    together at ``Γ'_k``. A coflow that needs a saturated port gets nothing in this pass.
-   (:func:`~controller.policies.portload.madd_rates`.)
+   (:func:`~controller.policies.portload.madd_cap_flows`.)
 4. **Backfilling** (work conservation): leftover capacity goes to flows in SEBF order
    regardless of their MADD rate (``Plan.backfill``; Varys backfills in arrival order, the
    only difference).
@@ -45,7 +45,8 @@ from controller.plan import CoflowPlan, Plan, State, single_core
 from controller.policies.base import Policy, PolicyError, one_of, register
 from controller.policies.offline_madd import BW_EPS, SIZE_EPS_BYTES, offline_madd
 from controller.policies.portload import (CoflowLoads, FlowIndex, coflow_priority_plan,
-                                         index_for, madd_rates, ordered_plan, tie_groups)
+                                         index_for, madd_cap_flows, ordered_plan,
+                                         tie_groups)
 
 #: ``Sebf(allocation=...)``: Varys's (the default) or Sincronia's offline simulator's
 ALLOCATIONS = ("varys", "sincronia-offline")
@@ -108,9 +109,8 @@ class Sebf(Policy):
         order = active[np.lexsort((active, tie_groups(gamma)))]
         plan, flows, bounds = ordered_plan(state, idx, order, backfill=True)
         group = np.repeat(np.arange(len(order)), np.diff(bounds))
-        caps = madd_rates(a, flows, group, plan.core, state.remaining, rates)
-        sending = caps > 0.0   # (the others are capped at 0: backfill only)
-        plan.cap_flows, plan.cap_values = flows[sending], caps[sending]
+        plan.cap_flows, plan.cap_values = madd_cap_flows(a, flows, group, plan.core,
+                                                         state.remaining, rates)
         return plan
 
     def _one_core_plan(self, state: State) -> Plan:

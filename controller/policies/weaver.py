@@ -46,7 +46,7 @@ import numpy as np
 
 from controller.plan import FlowOrderPlan, Plan, State
 from controller.policies.base import Policy, register
-from controller.policies.portload import index_for, madd_rates, tie_groups
+from controller.policies.portload import index_for, madd_cap_flows, tie_groups
 from controller.policies.sebf import one_core_plan
 
 
@@ -194,7 +194,6 @@ class Weaver(Policy):
         # the flows sub-coflow after sub-coflow are the plan's order; MADD caps the
         # flows of each sub-coflow that is not blocked (the others backfill only)
         pos = np.repeat(np.arange(len(sg)), sizes)
-        caps = madd_rates(a, out, pos, core, state.remaining, rates)
-        sending = caps > 0.0
-        return FlowOrderPlan(state, out, core, grouped=True, cap_flows=out[sending],
-                             cap_values=caps[sending], backfill=True)
+        cap_flows, cap_values = madd_cap_flows(a, out, pos, core, state.remaining, rates)
+        return FlowOrderPlan(state, out, core, grouped=True, cap_flows=cap_flows,
+                             cap_values=cap_values, backfill=True)
