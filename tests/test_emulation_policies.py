@@ -73,6 +73,23 @@ def contest(rate=RATE) -> Workload:
     ])
 
 
+MISS_RUNS = 3
+"""Runs of a case whose misses all show TCP timeouts in the run's counters before it fails
+(a miss without timeouts fails at once). Two were too few: in a clean-clone CI run on a
+machine 1.5x slower than usual (2026-11-28), ``lp-flow`` online ``weighted`` in
+tests/test_emulation_jobs.py finished job X 0.41 and 0.47 s late in both runs (6 timeouts
+each), the retransmission-timer stall of "The drain class" in docs/emulation-fidelity.md;
+on this VM that case then had no miss in 10 runs idle and 5 beside real-time busy loops
+taking half of both CPUs."""
+
+
+def run_again_after_timeouts(attempt: int, emu, why, what: str) -> None:
+    """Let run ``attempt`` of a case miss (a warning naming ``what`` and ``why``) if it is
+    not the last of :data:`MISS_RUNS` and TCP timed out in it; else fail with ``why``."""
+    assert attempt < MISS_RUNS and emu.extra["tcp"]["timeouts"] > 0, why
+    warnings.warn(f"{what} run again after a miss with TCP timeouts: {why}")
+
+
 def run_emulated(w, policy, **options):
     """The emulated RunResult of ``w`` under ``policy`` (name, options); nothing left."""
     from emulate.mininet.engine import run_mininet
@@ -178,8 +195,8 @@ def contest_misses(family, w, sim, emu) -> list[str]:
 def test_each_policy_family_orders_the_contest_on_real_switches(system, family):
     """The contest on the switches, against the simulator (module docstring).
 
-    A run that misses with TCP timeouts in its counters is run once more, and that run
-    must not miss: a flow paused behind a higher class backs off its retransmission
+    A run that misses with TCP timeouts in its counters is run again (:data:`MISS_RUNS`
+    runs in all), and the last must not miss: a flow paused behind a higher class backs off its retransmission
     timer, and a segment lost soon after it resumes waits for a timeout that the starved
     segments' round trips inflated to 0.5-0.8 s (traced with the kernel's tcp and skb
     tracepoints; about 1 % of contest runs on a loaded machine while paused flows drained
@@ -194,15 +211,14 @@ def test_each_policy_family_orders_the_contest_on_real_switches(system, family):
         other = "B" if first == "A" else "A"
         assert sim.coflow_completion[ord(first) - 65] < sim.coflow_completion[
             ord(other) - 65], (family, dict(zip("AB", sim.cct)))
-    for attempt in (1, 2):
+    for attempt in range(1, MISS_RUNS + 1):
         misses = contest_misses(family, w, sim, emu)
         # what a failure shows: per-flow completions of both engines and what TCP did
         why = (family, misses, np.round(sim.flow_completion, 3).tolist(),
                np.round(emu.flow_completion, 3).tolist(), emu.extra["tcp"])
         if not misses:
             return
-        assert attempt == 1 and emu.extra["tcp"]["timeouts"] > 0, why
-        warnings.warn(f"contest run again after a miss with TCP timeouts: {why}")
+        run_again_after_timeouts(attempt, emu, why, "contest")
         emu = run_emulated(w, policy, **options)
 
 
