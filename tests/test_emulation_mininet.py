@@ -344,13 +344,16 @@ def test_mapreduce_jobs_run_on_the_emulation_as_in_the_joint_simulator(system, p
 def test_a_joint_workload_runs_on_the_emulation_from_the_cli(system, tmp_path):
     from click.testing import CliRunner
 
+    from controller.jobs import mapreduce_jobs
     from emulate.cli import main
     from emulate.io.traces import write_json
-    path = tmp_path / "mr.json"
-    write_json(small_mapreduce(), str(path))
+    path = tmp_path / "mr.json"     # the text report only: a smaller workload than above
+    write_json(mapreduce_jobs(1, n_jobs=2, ports=4, cores=2, rate_bps=RATE, map_seconds=0.5,
+                              reduce_seconds=0.5, n_map=(2, 2), mean_interarrival=0.5,
+                              map_output_bytes=1e6, second_round=0.0), str(path))
     r = CliRunner().invoke(main, ["run", str(path), "--engine", "mininet", "--policy",
                                   "synchpack-3+sebf", "--no-lp-bound"])
     assert r.exit_code == 0, r.output
-    assert "(joint mininet): 4 jobs" in r.output
+    assert "(joint mininet): 2 jobs" in r.output
     assert "against the joint simulator: per-job time error" in r.output
     assert_clean()

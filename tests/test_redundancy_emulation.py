@@ -91,7 +91,7 @@ def test_a_compute_only_network_option_is_refused():
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the Mininet emulation needs root")
-def test_emulated_run_passes_the_verifier_within_its_timing(tmp_path):
+def test_emulated_run_passes_the_verifier_within_its_timing(system, tmp_path):
     """``coflowemu run --engine mininet`` (the engine takes the Mininet lock): every job
     completes,
     the records follow the model's rules within the emulation's timing, and the flowtimes
@@ -159,7 +159,7 @@ def timing_tolerance(doc, scale):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the Mininet emulation needs root")
-def test_emulated_checkpoint_transfers_are_real_flows(tmp_path):
+def test_emulated_checkpoint_transfers_are_real_flows(system, tmp_path):
     """``srpt+r+sebf`` on jobs with ``checkpoint_bytes`` (6 machines, a 20 Mbit/s fabric,
     200 kB states: 80 ms alone on a link): the controller sends each transfer as a coflow
     of real flows between the agents and starts the waiting copies when it has arrived;
@@ -167,7 +167,7 @@ def test_emulated_checkpoint_transfers_are_real_flows(tmp_path):
     under the same transfers, and pass the verifier (copies only where the state is)
     within the emulation's timing."""
     from emulate.io.traces import joint_to_dict
-    jw = redundancy(3, ports=6, cores=1, rate_bps=20e6, machines=6, lam=0.6, horizon=10.0,
+    jw = redundancy(1, ports=6, cores=1, rate_bps=20e6, machines=6, lam=0.6, horizon=5.0,
                     shape=3.0, scale=10.0, ap_length=(0.5, 20.0), up_length=(0.5, 5.0),
                     checkpoint_bytes=2e5)
     w = tmp_path / "w.json"
@@ -212,7 +212,7 @@ def test_the_records_of_an_exact_emulation_with_transfers_are_the_simulators():
     the simulator's copies and flows gives the simulator's jobs, transfers and coflows,
     and zero flowtime error against the prediction under the same transfers."""
     from emulate.sim.jobsim import simulate_joint
-    jw = redundancy(3, ports=6, cores=1, rate_bps=20e6, machines=6, lam=0.6, horizon=10.0,
+    jw = redundancy(1, ports=6, cores=1, rate_bps=20e6, machines=6, lam=0.6, horizon=5.0,
                     shape=3.0, scale=10.0, ap_length=(0.5, 20.0), up_length=(0.5, 5.0),
                     checkpoint_bytes=2e5)
     policy = "srpt+r+sebf"

@@ -453,13 +453,13 @@ def test_fair_in_order_filling_with_any_movers_is_the_rule_or_is_refused(data):
 
 
 def test_fair_events_mostly_keep_the_order_with_their_movers():
-    # FB2010's first 40 coflows, every release at 0, on one 150-port switch: the in-order
+    # FB2010's first 15 coflows, every release at 0, on one 150-port switch: the in-order
     # pass (previous order and movers) fills most events; the window and the full scan
     # take the others, and the completions are the per-flow rescan's
     from emulate.io.traces import read_fb_trace
     trace = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "traces",
                          "FB2010-1Hr-150-0.txt")
-    w = read_fb_trace(trace, zero_release=True, rate_bps=8 * 2 ** 20, limit=40)
+    w = read_fb_trace(trace, zero_release=True, rate_bps=8 * 2 ** 20, limit=15)
     sim = Simulator(w, get_policy("fair"))
     r = sim.run()
     counters = sim._fair[1].counters
