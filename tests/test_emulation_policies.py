@@ -197,11 +197,12 @@ def test_each_policy_family_orders_the_contest_on_real_switches(system, family):
 
     A run that misses with TCP timeouts in its counters is run again (:data:`MISS_RUNS`
     runs in all), and the last must not miss: a flow paused behind a higher class backs
-    off its retransmission timer, and a segment lost soon after it resumes waits for a timeout that the starved
-    segments' round trips inflated to 0.5-0.8 s (traced with the kernel's tcp and skb
-    tracepoints; about 1 % of contest runs on a loaded machine while paused flows drained
-    in the lowest class: "Paused flows and TCP timeouts" in docs/emulation-fidelity.md;
-    the drain class makes it rarer). A miss without timeouts fails at once."""
+    off its retransmission timer, and a segment lost soon after it resumes waits for a
+    timeout that the starved segments' round trips inflated to 0.5-0.8 s (traced with the
+    kernel's tcp and skb tracepoints; about 1 % of contest runs on a loaded machine while
+    paused flows drained in the lowest class: "Paused flows and TCP timeouts" in
+    docs/emulation-fidelity.md; the drain class makes it rarer). A miss without timeouts
+    fails at once."""
     options, first, _ = FAMILIES[family]
     policy = family.split("-")[0] if family.startswith("aalo") else family
     w = contest()
