@@ -212,7 +212,7 @@ def test_the_records_of_an_exact_emulation_with_transfers_are_the_simulators():
     the simulator's copies and flows gives the simulator's jobs, transfers and coflows,
     and zero flowtime error against the prediction under the same transfers."""
     from emulate.sim.jobsim import simulate_joint
-    jw = redundancy(1, ports=6, cores=1, rate_bps=20e6, machines=6, lam=0.6, horizon=5.0,
+    jw = redundancy(3, ports=6, cores=1, rate_bps=20e6, machines=6, lam=0.6, horizon=10.0,
                     shape=3.0, scale=10.0, ap_length=(0.5, 20.0), up_length=(0.5, 5.0),
                     checkpoint_bytes=2e5)
     policy = "srpt+r+sebf"
