@@ -132,6 +132,17 @@ class _Timer:
     data: object = field(compare=False, default=None)
 
 
+def stacks() -> str:
+    """Every thread's stack, for a run that waits for what never comes: os-ken runs each
+    switch connection in a thread of its own (its native hub), and the OpenFlow
+    handshake is invisible from the run's own thread."""
+    import sys
+    import traceback
+    names = {t.ident: t.name for t in threading.enumerate()}
+    return "\n".join(f"thread {names.get(ident, ident)}:\n" + "".join(traceback.format_stack(f))
+                     for ident, f in sys._current_frames().items())
+
+
 class RunAborted(RuntimeError):
     """The run cannot go on (agent lost, switch lost, policy error, timeout)."""
 
@@ -383,6 +394,8 @@ class EmulationRun:
         while len(self.agents) < self.cfg.n_hosts or len(self.cores_ready) < n_cores:
             left = deadline - time.time()
             if left <= 0:
+                log.error("not ready: where every thread of the controller waits:\n%s",
+                          stacks())
                 raise RunAborted(
                     f"not ready after {self.cfg.ready_timeout:g} s: agents of hosts "
                     f"{sorted(set(range(self.cfg.n_hosts)) - set(self.agents))} and "

@@ -165,7 +165,8 @@ def test_a_lost_agent_fails_the_run_fast_naming_its_host_and_keeps_what_finished
 BENCH = os.path.join(ROOT, "benchmarks")
 
 
-def start_controller(tmp_path, n_hosts: int = 2, n_cores: int = 1):
+def start_controller(tmp_path, n_hosts: int = 2, n_cores: int = 1,
+                     ready_timeout: float = 30.0):
     """The real controller process (no root needed) on a run directory of its own,
     listening for switches on ``<tmp>/of/of.sock``; returns (process, config)."""
     import pickle
@@ -182,7 +183,7 @@ def start_controller(tmp_path, n_hosts: int = 2, n_cores: int = 1):
                  [Coflow("a", [Flow(0, 1, 1e6)])])
     cfg = RunConfig(run_dir=str(run_dir), api_path=str(run_dir / "api.sock"), ofp_port=0,
                     ofp_path=str(tmp_path / "of" / "of.sock"), n_hosts=n_hosts,
-                    n_cores=n_cores, ready_timeout=30.0)
+                    n_cores=n_cores, ready_timeout=ready_timeout)
     (run_dir / "config.json").write_text(cfg.to_json())
     (run_dir / "workload.pkl").write_bytes(pickle.dumps(w))
     (run_dir / "policy.pkl").write_bytes(pickle.dumps(get_policy("fifo")))
@@ -218,6 +219,37 @@ def test_a_second_switch_claiming_a_connected_core_is_rejected_and_fails_the_run
     assert "core 0" in result["error"]
     log = (tmp_path / "run" / "controller.log").read_text()
     assert "rejected a second OpenFlow connection" in log
+
+
+def test_a_run_never_ready_logs_where_every_thread_waits(tmp_path):
+    """A switch that connects and never completes the OpenFlow handshake (CI saw both
+    cores of a run connected at Open vSwitch's end and never ready at the controller's):
+    the run fails after ``ready_timeout`` and its log shows every thread's stack, the
+    connection's reader among them."""
+    import socket
+    p, cfg = start_controller(tmp_path, ready_timeout=3.0)
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        deadline = time.time() + 30
+        while True:
+            try:
+                silent.connect(cfg.ofp_path)   # never says hello
+                break
+            except OSError:
+                assert time.time() < deadline, "the controller never listened"
+                time.sleep(0.05)
+        assert p.wait(60) == 1
+    finally:
+        silent.close()
+        if p.poll() is None:
+            p.kill()
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert not result["ok"]
+    assert "not ready after 3 s" in result["error"] and "cores [0] missing" in result["error"]
+    log = (tmp_path / "run" / "controller.log").read_text()
+    assert "where every thread of the controller waits" in log
+    assert "thread os-ken:" in log and "thread MainThread:" in log
+    assert "in _recv_loop" in log              # the silent switch's connection, waiting
 
 
 # ---------------------------------------------------------------------- import path
