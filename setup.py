@@ -38,7 +38,8 @@ setup(
             # Pinned: it is the only release on PyPI that matches Debian's Mininet 2.3.
             "mininet==2.3.0.dev6",
         ],
-        "test": ["pytest>=8", "hypothesis>=6.100"],
+        # pytest-xdist: make test runs the tests that do not emulate on every CPU
+        "test": ["pytest>=8", "hypothesis>=6.100", "pytest-xdist>=3.5"],
     },
     entry_points={"console_scripts": ["coflowemu=emulate.cli:main"]},
 )

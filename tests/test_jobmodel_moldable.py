@@ -205,7 +205,7 @@ def test_a_packing_policy_on_a_moldable_workload_is_a_user_error(generated):
 
 # ------------------------------------------------------------------------- emulation
 @pytest.mark.skipif(os.geteuid() != 0, reason="the Mininet emulation needs root")
-def test_emulation_job_completions_are_within_10_percent_of_the_simulator(tmp_path):
+def test_emulation_job_completions_are_within_10_percent_of_the_simulator(system, tmp_path):
     """4 hosts, 5 moldable jobs of a few seconds under demt (+ fifo for the empty
     network): per-job completions on Mininet within 10 % of the joint simulator's."""
     out = coflowemu("generate", "--kind", "moldable", "--ports", 4, "--seed", 1,

@@ -65,17 +65,11 @@ def test_readme_compute_policy_runs_a_joint_workload_from_its_folder(tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the emulation needs root")
-def test_readme_compute_policy_runs_on_the_emulation(tmp_path, monkeypatch):
+def test_readme_compute_policy_runs_on_the_emulation(system, tmp_path, monkeypatch):
     """The same plug-in in the emulation's controller process: tasks on the agents,
     shuffles on real switches, what the agents ran verified, jobs as in the simulator."""
     from controller.jobs import mapreduce_jobs
-    from emulate.engines import EngineError
-    from emulate.mininet.engine import preflight
     from test_jobsim import verify_joint
-    try:
-        preflight()
-    except EngineError as e:
-        pytest.skip(str(e))
     w = mapreduce_jobs(1, n_jobs=3, ports=4, cores=2, rate_bps=20e6, map_seconds=1.0,
                        reduce_seconds=1.0, n_map=(2, 3), mean_interarrival=1.0,
                        map_output_bytes=1e6, second_round=0.0)
