@@ -13,9 +13,8 @@ import numpy as np
 
 
 @numba.njit(cache=True)
-def _least_loaded(order, src, dst, load, out, cores, ports, core_rate):
-    """The rule on ``out`` (the flows' pinned cores, -1 where free), in place."""
-    pinned = out
+def _least_loaded(order, src, dst, load, pinned, out, cores, ports, core_rate):
+    """The rule for the flows of ``order`` not pinned (``pinned`` -1), written to ``out``."""
     lin = np.zeros((cores, ports))
     lout = np.zeros((cores, ports))
     for n in range(order.shape[0]):
@@ -59,17 +58,18 @@ def least_loaded_cores(arrays, order: np.ndarray, load: np.ndarray, pinned: np.n
 
     Returns
     -------
-    int array per flow: the core (``pinned`` where not in ``order``; -1 stays -1).
+    int64 array per flow, a plan's ``core``: ``pinned`` where a flow is pinned, the rule's
+    core for the others in ``order``, core 0 for the rest (flows the plan does not
+    serve).
     """
     rates = np.asarray(core_rates, dtype=np.float64)
-    if len(rates) == 1:
-        out = pinned.copy()
-        out[order] = 0
-        return out
-    # (the copy is numpy's: a per-flow array allocated in a kernel is not given huge
-    # pages, and above 32 MiB each of its 4 KiB pages is a fault at every plan)
-    out = np.array(pinned, dtype=np.int64)
-    _least_loaded(np.asarray(order, dtype=np.int64), arrays.src, arrays.dst,
-                  np.asarray(load, dtype=np.float64), out, len(rates), arrays.ports,
-                  rates / rates.max())
+    # one pass over every flow: the copy (numpy's: a per-flow array allocated in a
+    # kernel is not given huge pages, and above 32 MiB each of its 4 KiB pages is a
+    # fault at every plan) with the unpinned flows on core 0
+    pinned = np.asarray(pinned, dtype=np.int64)
+    out = np.maximum(pinned, 0)
+    if len(rates) > 1:
+        _least_loaded(np.asarray(order, dtype=np.int64), arrays.src, arrays.dst,
+                      np.asarray(load, dtype=np.float64), pinned, out, len(rates),
+                      arrays.ports, rates / rates.max())
     return out

@@ -261,7 +261,6 @@ class SebfAgainstDense(Policy):
         rank[flows] = group + idx.tie[flows]
         core = least_loaded_cores(a, flows, state.remaining, state.core,
                                   state.workload.fabric.rates)
-        core[core < 0] = 0
         cap = np.full(a.n_flows, np.nan)
         cap[flows] = madd_rates(a, flows, group, core, state.remaining,
                                 state.workload.fabric.rates)

@@ -72,7 +72,6 @@ class Fair(Policy):
             flows = np.flatnonzero(state.eligible)
             core = least_loaded_cores(a, flows, self._ones, state.core,
                                       state.workload.fabric.rates)
-            core[core < 0] = 0
         # every eligible flow sends at once: at a completion the plan is this one less the
         # finished flows (the balanced rule on several cores looks at the flows left)
         return Plan(core=core, rank=self._zero_rank, sharing="fair", backfill=False,

@@ -401,7 +401,6 @@ def ordered_plan(state: State, index: FlowIndex, order: np.ndarray, *,
         return coflow_order_plan(state, order, **kw), flows, bounds
     load = state.remaining if core_load is None else core_load
     core = least_loaded_cores(a, flows, load, state.core, state.workload.fabric.rates)
-    np.maximum(core, 0, out=core)   # (the flows of coflows not in the order)
     return CoflowPlan(state, order, core, **kw), flows, bounds
 
 
