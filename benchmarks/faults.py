@@ -54,6 +54,23 @@ BARRIER_REQUEST, BARRIER_REPLY = 20, 21
 HEADER = struct.Struct("!BBHI")     # version, type, length, xid
 
 
+def connect(address, timeout: float = 10.0) -> socket.socket:
+    """A stream socket connected to ``address`` (a Unix socket path or a ``(host, port)``
+    pair), trying again every 50 ms until the controller listens or ``timeout`` s pass."""
+    family = socket.AF_UNIX if isinstance(address, str) else socket.AF_INET
+    deadline = time.time() + timeout
+    while True:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.connect(address)
+            return sock
+        except OSError:
+            sock.close()
+            if time.time() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 class FakeSwitch:
     """Speaks just enough OpenFlow 1.3 to pass for a core switch.
 
@@ -67,18 +84,7 @@ class FakeSwitch:
         self.flow_mods = 0
         self.configured = threading.Event()     # got its features request answered
         self.closed = threading.Event()         # the controller hung up
-        family = socket.AF_UNIX if isinstance(address, str) else socket.AF_INET
-        deadline = time.time() + timeout
-        while True:
-            self.sock = socket.socket(family, socket.SOCK_STREAM)
-            try:
-                self.sock.connect(address)
-                break
-            except OSError:
-                self.sock.close()
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.05)
+        self.sock = connect(address, timeout)
         self._send(HELLO, 0)
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()

@@ -47,7 +47,8 @@ def least_loaded_cores(arrays, order: np.ndarray, load: np.ndarray, pinned: np.n
     ----------
     arrays : FlowArrays
     order : int array
-        Flows in priority order (only these are assigned; others keep ``pinned``).
+        Flows in priority order (only these are assigned; the others keep ``pinned``,
+        or core 0 where it is -1).
     load : float array per flow
         Bytes each flow puts on its ports (usually the remaining bytes).
     pinned : int array per flow

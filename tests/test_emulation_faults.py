@@ -165,6 +165,16 @@ def test_a_lost_agent_fails_the_run_fast_naming_its_host_and_keeps_what_finished
 BENCH = os.path.join(ROOT, "benchmarks")
 
 
+def faults():
+    """``benchmarks/faults.py``: the fault campaign and its fake switch."""
+    sys.path.insert(0, BENCH)
+    try:
+        import faults as module
+    finally:
+        sys.path.remove(BENCH)
+    return module
+
+
 def start_controller(tmp_path, n_hosts: int = 2, n_cores: int = 1,
                      ready_timeout: float = 30.0):
     """The real controller process (no root needed) on a run directory of its own,
@@ -193,11 +203,7 @@ def start_controller(tmp_path, n_hosts: int = 2, n_cores: int = 1,
 
 
 def test_a_second_switch_claiming_a_connected_core_is_rejected_and_fails_the_run(tmp_path):
-    sys.path.insert(0, BENCH)
-    try:
-        from faults import FakeSwitch
-    finally:
-        sys.path.remove(BENCH)
+    FakeSwitch = faults().FakeSwitch
     from topologies.mininet_topo import DPID_BASE
     p, cfg = start_controller(tmp_path)
     try:
@@ -226,21 +232,14 @@ def test_a_run_never_ready_logs_where_every_thread_waits(tmp_path):
     cores of a run connected at Open vSwitch's end and never ready at the controller's):
     the run fails after ``ready_timeout`` and its log shows every thread's stack, the
     connection's reader among them."""
-    import socket
     p, cfg = start_controller(tmp_path, ready_timeout=3.0)
-    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        deadline = time.time() + 30
-        while True:
-            try:
-                silent.connect(cfg.ofp_path)   # never says hello
-                break
-            except OSError:
-                assert time.time() < deadline, "the controller never listened"
-                time.sleep(0.05)
-        assert p.wait(60) == 1
+        silent = faults().connect(cfg.ofp_path, timeout=30)    # never says hello
+        try:
+            assert p.wait(60) == 1
+        finally:
+            silent.close()
     finally:
-        silent.close()
         if p.poll() is None:
             p.kill()
     result = json.loads((tmp_path / "run" / "result.json").read_text())
@@ -290,12 +289,7 @@ def test_root_children_import_nothing_from_the_working_directory(tmp_path, monke
 # ---------------------------------------------------------------------- the campaign
 @needs_root
 def test_the_quick_fault_campaign_ends_every_run_cleanly_and_leaves_nothing(system):
-    sys.path.insert(0, BENCH)
-    try:
-        from faults import fault_campaign
-    finally:
-        sys.path.remove(BENCH)
-    rows = fault_campaign(quick=True)
+    rows = faults().fault_campaign(quick=True)
     assert [r["fault"] for r in rows] == ["SIGTERM at build", "SIGKILL mid-run",
                                           "fake switch"]
     for r in rows:
