@@ -21,6 +21,8 @@ import time
 import numpy as np
 import pytest
 
+from benchmark_modules import benchmark
+
 needs_root = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root (Mininet, Open vSwitch)")
 
@@ -162,17 +164,9 @@ def test_a_lost_agent_fails_the_run_fast_naming_its_host_and_keeps_what_finished
 
 
 # ---------------------------------------------------------------------- intruders
-BENCH = os.path.join(ROOT, "benchmarks")
-
-
 def faults():
     """``benchmarks/faults.py``: the fault campaign and its fake switch."""
-    sys.path.insert(0, BENCH)
-    try:
-        import faults as module
-    finally:
-        sys.path.remove(BENCH)
-    return module
+    return benchmark("faults")
 
 
 def start_controller(tmp_path, n_hosts: int = 2, n_cores: int = 1,

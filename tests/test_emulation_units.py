@@ -12,6 +12,7 @@ from controller.api import AGENT_OPS, ApiError, ApiServer, Channel, parse, valid
 from controller.classes import (DRAIN_CLASS, N_DATA_CLASSES, coflow_classes, conflict_classes,
                                 htb_priority_tree, tos_of)
 from controller.rates import allocate
+from benchmark_modules import benchmark
 
 
 @pytest.mark.parametrize("line, why", [
@@ -745,25 +746,13 @@ def test_the_datapath_cache_is_emptied_through_the_daemons_control_socket(tmp_pa
     assert unixctl_path(str(tmp_path)) == ""
 
 
-def _benchmark(name):
-    import importlib.util
-    import os
-
-    spec = importlib.util.spec_from_file_location(name, os.path.join(
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks",
-        name + ".py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_the_datapath_cache_benchmark_counts_old_marks_between_one_flip_and_the_next():
     """``benchmarks/datapath_cache.py``'s summary: a datagram is stale for a flip if it
     carries the flip's old DSCP and arrives after the flip's barrier (or purge) and
     before the next flip; the receiver's log is read in any order."""
     import random
 
-    bench = _benchmark("datapath_cache")
+    bench = benchmark("datapath_cache")
     done = [{"arm": ("barrier", "purge")[k % 2], "old": (10, 20)[k % 2], "t0": 1.0 + k,
              "t_done": 1.001 + k, "flip_ms": 1.0, "purge_ms": 0.5} for k in range(4)]
     got = [(1.0005, 10),                        # before flip 0's barrier: not stale
@@ -791,7 +780,7 @@ def test_the_fidelity_benchmark_keeps_each_policys_row_as_it_is_measured(tmp_pat
     from controller.model import Coflow, Flow
     from emulate.engines import RunOptions, get_engine
 
-    bench = _benchmark("emulation_fidelity")
+    bench = benchmark("emulation_fidelity")
     out = tmp_path / "rows.json"
 
     def measure(w, policy, *, time_scale=1.0, policy_options=None):
@@ -827,7 +816,7 @@ def test_the_fidelity_benchmarks_every_policy_is_each_registered_one_and_the_onl
     lp-coflow, lp-flow and lp-single in their online mode (each option accepted)."""
     from controller.policies import available, get_policy
 
-    bench = _benchmark("emulation_fidelity")
+    bench = benchmark("emulation_fidelity")
     known = available()
     every = bench.every_policy(known)
     assert every[:len(known)] == sorted(known)

@@ -28,6 +28,7 @@ from controller.plan import Plan
 from controller.policies import Policy, PolicyError, available, get_policy
 from emulate.sim.flowsim import Simulator, simulate
 from topologies.fabric import Fabric
+from benchmark_modules import benchmark
 from verifier import flow_refs, verify
 
 R = 8.0
@@ -1024,9 +1025,7 @@ def test_sebf_sincronia_offline_reproduces_the_reference_simulator(seed, tmp_pat
     """Random one-switch instances in whole MiB at 1 MiB/s (the reference's unit): the
     reference's per-coflow completions, to its printed precision (6 digits)."""
     import subprocess
-    import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
-    from sim_reference import write_reference_input
+    write_reference_input = benchmark("sim_reference").write_reference_input
     rng = np.random.default_rng(seed)
     P = 8
     cfs = []
