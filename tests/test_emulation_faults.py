@@ -164,11 +164,6 @@ def test_a_lost_agent_fails_the_run_fast_naming_its_host_and_keeps_what_finished
 
 
 # ---------------------------------------------------------------------- intruders
-def faults():
-    """``benchmarks/faults.py``: the fault campaign and its fake switch."""
-    return benchmark("faults")
-
-
 def start_controller(tmp_path, n_hosts: int = 2, n_cores: int = 1,
                      ready_timeout: float = 30.0):
     """The real controller process (no root needed) on a run directory of its own,
@@ -197,7 +192,7 @@ def start_controller(tmp_path, n_hosts: int = 2, n_cores: int = 1,
 
 
 def test_a_second_switch_claiming_a_connected_core_is_rejected_and_fails_the_run(tmp_path):
-    FakeSwitch = faults().FakeSwitch
+    FakeSwitch = benchmark("faults").FakeSwitch
     from topologies.mininet_topo import DPID_BASE
     p, cfg = start_controller(tmp_path)
     try:
@@ -228,7 +223,7 @@ def test_a_run_never_ready_logs_where_every_thread_waits(tmp_path):
     connection's reader among them."""
     p, cfg = start_controller(tmp_path, ready_timeout=3.0)
     try:
-        silent = faults().connect(cfg.ofp_path, timeout=30)    # never says hello
+        silent = benchmark("faults").connect(cfg.ofp_path, timeout=30)    # never says hello
         try:
             assert p.wait(60) == 1
         finally:
@@ -283,7 +278,7 @@ def test_root_children_import_nothing_from_the_working_directory(tmp_path, monke
 # ---------------------------------------------------------------------- the campaign
 @needs_root
 def test_the_quick_fault_campaign_ends_every_run_cleanly_and_leaves_nothing(system):
-    rows = faults().fault_campaign(quick=True)
+    rows = benchmark("faults").fault_campaign(quick=True)
     assert [r["fault"] for r in rows] == ["SIGTERM at build", "SIGKILL mid-run",
                                           "fake switch"]
     for r in rows:
