@@ -10,6 +10,14 @@ Every test that takes ``system`` is marked ``emulation``: ``make test`` runs the
 on every CPU (pytest-xdist) and then these alone, one at a time, on an otherwise idle
 machine (their timing is what they check), so a test that runs Mininet must take
 ``system`` even where an earlier test would have started Open vSwitch for it.
+
+An emulation test whose check misses (an ``AssertionError``) is run once more
+(pytest-rerunfailures' ``flaky`` mark) and fails if it misses again. Its timing is real:
+on this shared 2-core VM a case that stays within 1.3 % of the simulator in ten runs in a
+row took +11.7 % once in a clean-clone CI run (sebf's MADD pacing, 2026-11-29), and the
+fifty-odd such cases made every few CI runs fail on one of them. A regression misses
+both times. The first miss is not hidden: the log's summary lists every case run again
+with the end of what it missed.
 """
 from __future__ import annotations
 
@@ -30,6 +38,23 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "system" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.emulation)
+            item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=["AssertionError"]))
+
+
+#: (test id, the end of its first miss) of every emulation case run again
+MISSED_ONCE: list[tuple[str, str]] = []
+
+
+def pytest_runtest_logreport(report):
+    if report.outcome == "rerun":
+        MISSED_ONCE.append((report.nodeid, report.longreprtext[-1500:]))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if MISSED_ONCE:
+        terminalreporter.section("emulation cases run again after a miss")
+        for nodeid, text in MISSED_ONCE:
+            terminalreporter.write_line(f"{nodeid}:\n{text}\n")
 
 
 @pytest.fixture(scope="module")
