@@ -54,6 +54,7 @@ from __future__ import annotations
 import heapq
 import json
 import logging
+import os
 import queue
 import threading
 import time
@@ -132,15 +133,20 @@ class _Timer:
     data: object = field(compare=False, default=None)
 
 
-def stacks() -> str:
-    """Every thread's stack, for a run that waits for what never comes: os-ken runs each
-    switch connection in a thread of its own (its native hub), and the OpenFlow
-    handshake is invisible from the run's own thread."""
+def stacks(depth: int = 6) -> str:
+    """Every thread's stack, its ``depth`` innermost frames one line each, for a run that
+    waits for what never comes: os-ken runs each switch connection in a thread of its
+    own (its native hub), and the OpenFlow handshake is invisible from the run's own
+    thread. Short enough for the engine's error message to carry whole."""
     import sys
     import traceback
     names = {t.ident: t.name for t in threading.enumerate()}
-    return "\n".join(f"thread {names.get(ident, ident)}:\n" + "".join(traceback.format_stack(f))
-                     for ident, f in sys._current_frames().items())
+    out = []
+    for ident, f in sys._current_frames().items():
+        out.append(f"thread {names.get(ident, ident)}:")
+        out += [f"  {os.path.basename(fr.filename)}:{fr.lineno} in {fr.name}: {fr.line}"
+                for fr in traceback.extract_stack(f)[-depth:]]
+    return "\n".join(out)
 
 
 class RunAborted(RuntimeError):

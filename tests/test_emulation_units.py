@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 
@@ -889,3 +890,34 @@ def test_a_resume_hears_of_its_rules_only_after_the_datapath_cache_is_emptied():
     app.datapath = None                               # no control socket: no purge
     app._purge(4, flush)
     assert app.run.events.get_nowait()[2] == 4
+
+
+def test_a_run_never_ready_reports_both_ends_of_its_switch_connections(tmp_path,
+                                                                        monkeypatch):
+    """The failure of a run never ready carries what the controller logged about its
+    switches, every thread's stack whole (CI's message had kept the log's last 15 lines:
+    the end of one stack), and Open vSwitch's log lines about this run's socket."""
+    from emulate.mininet import engine
+    from emulate.mininet.clean import controller_dir
+    run = engine.MininetRun.__new__(engine.MininetRun)
+    run.run_dir = str(tmp_path / "coflowemu-run-x")
+    os.mkdir(run.run_dir)
+    sock = os.path.join(controller_dir(run.run_dir), "of.sock")
+    stack = [f"  hub.py:{n} in wait: x" for n in range(40)]
+    (tmp_path / "coflowemu-run-x" / "controller.log").write_text("\n".join(
+        ["2026-11-29T06:48:12.001 INFO coflowemu.controller: policy fifo started in 0.1 s",
+         "2026-11-29T06:48:12.300 INFO coflowemu.controller: core 1 (dpid 0xcfe002) "
+         "connected; forwarding for 5 hosts installed",
+         "2026-11-29T06:49:12.208 ERROR coflowemu.controller: not ready: where every thread "
+         "of the controller waits:", "thread os-ken:"] + stack +
+        ["2026-11-29T06:49:12.210 INFO coflowemu.controller: result written (ok=False)"]))
+    ovs_log = tmp_path / "ovs-vswitchd.log"
+    ovs_log.write_text(f"06:48:11|rconn|INFO|s0<->unix:{sock}: connecting...\n"
+                       "06:48:11|rconn|INFO|s9<->unix:/elsewhere/of.sock: connected\n"
+                       f"06:48:12|rconn|INFO|s0<->unix:{sock}: connected\n")
+    monkeypatch.setattr(engine, "OVS_LOG", str(ovs_log))
+    report = run._not_ready_report()
+    assert "core 1 (dpid 0xcfe002) connected" in report
+    assert "thread os-ken:" in report and all(line in report for line in stack)
+    assert f"s0<->unix:{sock}: connected" in report and "/elsewhere/" not in report
+    assert "policy fifo started" not in report       # not about the switches

@@ -65,6 +65,10 @@ WIRE_OVERHEAD = 1514 / 1448
 CAPACITY_BPS = 200e6
 """Total forwarded rate up to which the userspace switch keeps per-flow rates accurate."""
 
+OVS_LOG = "/var/log/openvswitch/ovs-vswitchd.log"
+"""Where ovs-vswitchd logs (``ovs-ctl start``, as ``scripts/setup-system.sh`` runs it):
+its side of a run's OpenFlow connections when the run is never ready."""
+
 
 class EmulationError(EngineError):
     """The emulation could not run (not root, OVS missing: ``setup``) or failed
@@ -476,10 +480,12 @@ class MininetRun:
             out = json.load(fh)
         if not out.get("ok"):
             done = sum(x is not None for x in out.get("coflow_completion", []))
+            never_ready = str(out.get("error", "")).startswith("not ready")
             out["failure"] = (f"the emulated run failed: {out.get('error')} ({done} of "
                               f"{self.workload.arrays.n_coflows} coflows had finished; "
                               f"the record of those is kept, marked incomplete)\n" +
-                              self._tail("controller.log"))
+                              (self._not_ready_report() if never_ready else
+                               self._tail("controller.log")))
         out["decisions"] = os.path.join(self.run_dir, "decisions.jsonl")
         after = port_bytes(self.workload.fabric.ports, self.workload.fabric.cores)
         out["port_bytes"] = (after - self.ports_before).tolist()
@@ -505,6 +511,42 @@ class MininetRun:
         return {"ok": False, "error": "the controller died", "flow_completion": flows,
                 "coflow_completion": coflows, "segments": empty, "policy_calls": 0,
                 "stats": {}, "port_bytes": []}
+
+    def _not_ready_report(self) -> str:
+        """Why a run's switches or agents never became ready, from both ends: what the
+        controller logged about its switches and where each of its threads waited
+        (:func:`controller.runtime.stacks`), its stderr, and Open vSwitch's side of this
+        run's OpenFlow connections (``is_connected`` and status of each controller
+        record, and what ovs-vswitchd logged about the run's socket). The Open vSwitch
+        side is read before teardown removes the bridges."""
+        parts = []
+        try:
+            with open(os.path.join(self.run_dir, "controller.log"), errors="replace") as fh:
+                lines = fh.read().splitlines()
+        except OSError:
+            lines = []
+        mark = next((i for i, x in enumerate(lines) if "where every thread" in x), len(lines))
+        about = [x for x in lines[:mark] if " WARNING " in x or " ERROR " in x
+                 or "connected" in x or "core " in x]
+        parts.append("--- controller.log (switches, warnings, errors; then every thread):\n"
+                     + "\n".join(about[-20:] + lines[mark:mark + 200]) + "\n")
+        parts.append(self._tail("controller.out"))
+        sock = os.path.join(cleaner.controller_dir(self.run_dir), "of.sock")
+        if shutil.which("ovs-vsctl"):
+            r = subprocess.run(["ovs-vsctl", "--timeout=5",
+                                "--columns=target,is_connected,status", "list", "controller"],
+                               capture_output=True, text=True)
+            mine = [rec for rec in r.stdout.split("\n\n") if sock in rec]
+            parts.append("--- ovs-vsctl list controller (this run's):\n"
+                         + ("\n".join(mine) or r.stdout[-2000:] + r.stderr[-500:]) + "\n")
+        try:
+            with open(OVS_LOG, errors="replace") as fh:
+                logged = [x for x in fh.read().splitlines()[-20000:] if sock in x]
+            parts.append("--- ovs-vswitchd.log (this run's socket):\n"
+                         + "\n".join(logged[-15:]) + "\n")
+        except OSError:
+            pass
+        return "".join(parts)
 
     def _tail(self, name: str, n: int = 15) -> str:
         try:
