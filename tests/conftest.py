@@ -45,19 +45,20 @@ def pytest_collection_modifyitems(items):
                 "AssertionError", "not ready after"]))
 
 
-#: (test id, its first miss: the end of a long report) of every emulation case run again
-MISSED_ONCE: list[tuple[str, str]] = []
+#: (test id, what it missed: the end of a long report) of every miss of an emulation case
+#: that was run again after it
+MISSES: list[tuple[str, str]] = []
 
 
 def pytest_runtest_logreport(report):
     if report.outcome == "rerun":
-        MISSED_ONCE.append((report.nodeid, report.longreprtext[-12000:]))
+        MISSES.append((report.nodeid, report.longreprtext[-12000:]))
 
 
 def pytest_terminal_summary(terminalreporter):
-    if MISSED_ONCE:
+    if MISSES:
         terminalreporter.section("emulation cases run again after a miss")
-        for nodeid, text in MISSED_ONCE:
+        for nodeid, text in MISSES:
             terminalreporter.write_line(f"{nodeid}:\n{text}\n")
 
 

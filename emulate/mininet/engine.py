@@ -516,9 +516,10 @@ class MininetRun:
         """Why a run's switches or agents never became ready, from both ends: what the
         controller logged about its switches and where each of its threads waited
         (:func:`controller.runtime.stacks`), its stderr, and Open vSwitch's side of this
-        run's OpenFlow connections (``is_connected`` and status of each controller
-        record, and what ovs-vswitchd logged about the run's socket). The Open vSwitch
-        side is read before teardown removes the bridges."""
+        run's OpenFlow connections: what ovs-vswitchd logged about the run's socket (the
+        history: connecting, connected, closed) and each controller record's
+        ``is_connected`` and status (read before teardown removes the bridges, but after
+        the controller has exited: its connections are closed by then)."""
         parts = []
         try:
             with open(os.path.join(self.run_dir, "controller.log"), errors="replace") as fh:
