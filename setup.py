@@ -39,7 +39,7 @@ setup(
             "mininet==2.3.0.dev6",
         ],
         # pytest-xdist: make test runs the tests that do not emulate on every CPU;
-        # pytest-rerunfailures: an emulation case that misses runs once more
+        # pytest-rerunfailures: an emulation case that misses runs again, up to twice
         # (tests/conftest.py; its flaky mark takes only_rerun since 14)
         "test": ["pytest>=8", "hypothesis>=6.100", "pytest-xdist>=3.5",
                  "pytest-rerunfailures>=14"],

@@ -149,6 +149,14 @@ def stacks(depth: int = 6) -> str:
     return "\n".join(out)
 
 
+#: how the controller's error for a run never ready starts (the engine and the tests
+#: recognise it by this)
+NOT_READY = "not ready after"
+
+#: the controller log's line before every thread's stack of a run never ready
+STACKS_MARK = "where every thread of the controller waits"
+
+
 class RunAborted(RuntimeError):
     """The run cannot go on (agent lost, switch lost, policy error, timeout)."""
 
@@ -400,10 +408,9 @@ class EmulationRun:
         while len(self.agents) < self.cfg.n_hosts or len(self.cores_ready) < n_cores:
             left = deadline - time.time()
             if left <= 0:
-                log.error("not ready: where every thread of the controller waits:\n%s",
-                          stacks())
+                log.error("not ready: %s:\n%s", STACKS_MARK, stacks())
                 raise RunAborted(
-                    f"not ready after {self.cfg.ready_timeout:g} s: agents of hosts "
+                    f"{NOT_READY} {self.cfg.ready_timeout:g} s: agents of hosts "
                     f"{sorted(set(range(self.cfg.n_hosts)) - set(self.agents))} and "
                     f"cores {sorted(set(range(n_cores)) - self.cores_ready)} missing")
             try:

@@ -29,6 +29,8 @@ import subprocess
 
 import pytest
 
+from controller.runtime import NOT_READY
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -42,7 +44,7 @@ def pytest_collection_modifyitems(items):
         if "system" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.emulation)
             item.add_marker(pytest.mark.flaky(reruns=2, only_rerun=[
-                "AssertionError", "not ready after"]))
+                "AssertionError", NOT_READY]))
 
 
 #: (test id, what it missed: the end of a long report) of every miss of an emulation case

@@ -49,7 +49,7 @@ import numpy as np
 from controller.classes import htb_priority_tree
 from controller.datapath import unixctl_path
 from controller.model import Workload
-from controller.runtime import RunConfig
+from controller.runtime import NOT_READY, STACKS_MARK, RunConfig
 from emulate.mininet import clean as cleaner
 from emulate.mininet.agent import NOTSENT_LOWAT
 from emulate.engines import EngineError, Interrupted
@@ -480,7 +480,7 @@ class MininetRun:
             out = json.load(fh)
         if not out.get("ok"):
             done = sum(x is not None for x in out.get("coflow_completion", []))
-            never_ready = str(out.get("error", "")).startswith("not ready")
+            never_ready = str(out.get("error", "")).startswith(NOT_READY)
             out["failure"] = (f"the emulated run failed: {out.get('error')} ({done} of "
                               f"{self.workload.arrays.n_coflows} coflows had finished; "
                               f"the record of those is kept, marked incomplete)\n" +
@@ -521,16 +521,12 @@ class MininetRun:
         ``is_connected`` and status (read before teardown removes the bridges, but after
         the controller has exited: its connections are closed by then)."""
         parts = []
-        try:
-            with open(os.path.join(self.run_dir, "controller.log"), errors="replace") as fh:
-                lines = fh.read().splitlines()
-        except OSError:
-            lines = []
-        mark = next((i for i, x in enumerate(lines) if "where every thread" in x), len(lines))
+        lines = self._lines("controller.log") or []
+        mark = next((i for i, x in enumerate(lines) if STACKS_MARK in x), len(lines))
         about = [x for x in lines[:mark] if " WARNING " in x or " ERROR " in x
                  or "connected" in x or "core " in x]
         parts.append("--- controller.log (switches, warnings, errors; then every thread):\n"
-                     + "\n".join(about[-20:] + lines[mark:mark + 200]) + "\n")
+                     + "".join(about[-20:] + lines[mark:mark + 200]) + "\n")
         parts.append(self._tail("controller.out"))
         sock = os.path.join(cleaner.controller_dir(self.run_dir), "of.sock")
         if shutil.which("ovs-vsctl"):
@@ -549,12 +545,17 @@ class MininetRun:
             pass
         return "".join(parts)
 
-    def _tail(self, name: str, n: int = 15) -> str:
+    def _lines(self, name: str) -> list[str] | None:
+        """The lines (ends kept) of the run directory's file ``name``; None if unreadable."""
         try:
             with open(os.path.join(self.run_dir, name), errors="replace") as fh:
-                return f"--- {name}:\n" + "".join(fh.readlines()[-n:])
+                return fh.readlines()
         except OSError:
-            return ""
+            return None
+
+    def _tail(self, name: str, n: int = 15) -> str:
+        lines = self._lines(name)
+        return "" if lines is None else f"--- {name}:\n" + "".join(lines[-n:])
 
     # ------------------------------------------------------------------ teardown
     def teardown(self) -> None:
