@@ -12,6 +12,8 @@ plans, on one and two cores:
   (``incremental=False``, the rule of controller/rates.py), every schedule verified;
 * a policy that shuffles the coflow order and the caps at every plan (and sometimes gives
   caps that do not fit the links, which the rescan takes: the engine must rebuild after);
+  the same with its rates fixed until a horizon and no backfill (the capped engine
+  takes those whether the caps fit or not), kept through completions or not;
 * SEBF's one-core plan from kept loads against its plan from the eligible flows;
 * the engine's due heap after every run: the flows sending, each keyed by its due time
   (a plan keeps the keys of the flows whose rate it leaves alone).
@@ -104,6 +106,37 @@ class ShuffledSubCoflows(Shuffled):
                              cap_values=cap, backfill=True)
 
 
+class ShuffledFixed(Shuffled):
+    """:class:`Shuffled` with its rates fixed until its horizon (``Plan.rates_fixed``,
+    no backfill: Sincronia's offline allocation is such a plan): a random order, caps on
+    a random share of the flows (with ``overcap`` sometimes not fitting the links), a
+    horizon a random time ahead. With ``keep`` the policy returns the plan again when
+    asked at a completion before its horizon; with ``declare`` (default: ``keep``) the
+    plan says so (``Plan.keep_at_completion``), so an engine may run through completions
+    without asking."""
+
+    name = "test-shuffled-fixed"
+
+    def __init__(self, seed: int, overcap: bool, keep: bool, declare: bool | None = None):
+        super().__init__(seed, overcap)
+        self.keep = keep
+        self.declare = keep if declare is None else declare
+        self.kept = None
+
+    def plan(self, state):
+        kept = self.kept
+        if (self.keep and kept is not None and state.event == "completion"
+                and state.time < kept.horizon):
+            return kept
+        plan = super().plan(state)
+        plan.backfill = False
+        plan.rates_fixed = True
+        plan.keep_at_completion = self.declare
+        plan.horizon = state.time + float(self.rng.uniform(0.5, 4.0))
+        self.kept = plan
+        return plan
+
+
 def rebuilt_every_plan(mp):
     """Patch the capped engine to forget its pairs before every plan."""
     inner = CappedEngine.plan
@@ -160,6 +193,49 @@ def test_kept_engine_under_shuffled_sub_coflows(w, seed, overcap):
     # the engine keys flows by sub-coflow labels from plan to plan: sub-coflows move,
     # appear, leave and come back as flows not yet started change cores
     assert_same(*kept_rebuilt_rescan(w, lambda: ShuffledSubCoflows(seed, overcap)))
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(w=workloads(ports=(2, 4), cores=(1, 2), coflows=(2, 10), max_flows=5),
+       seed=st.integers(0, 2 ** 32 - 1), overcap=st.booleans(), keep=st.booleans())
+def test_fixed_rates_without_backfill_run_on_the_capped_engine_as_on_the_rescan(
+        w, seed, overcap, keep):
+    # the capped engine takes fixed rates without backfill (every capped flow at what the
+    # first pass gives it until the next plan), whether the caps fit or not; a plan kept
+    # through completions is run through them only when its caps fit (else a completion
+    # frees what held a flow below its cap, and the rescan, asked again, gives it more)
+    assert_same(*kept_rebuilt_rescan(w, lambda: ShuffledFixed(seed, overcap, keep)))
+
+
+def test_fixed_rates_reach_the_capped_engine_and_kept_plans_run_through_completions(
+        monkeypatch):
+    # the property above tests the capped engine only if fixed-rate plans reach it: count
+    # its runs, and the policy's calls when the plan says it is kept through completions
+    # and when it does not (the same plans: the same schedule either way)
+    from controller.model import Coflow, Flow, Workload
+    from topologies.fabric import Fabric
+    runs = []
+    inner = CappedEngine.run
+
+    def spy(self, sim, stop):
+        runs.append(stop)
+        return inner(self, sim, stop)
+
+    monkeypatch.setattr(CappedEngine, "run", spy)
+    w = Workload(Fabric(ports=4, cores=1, rate_bps=8.0), tuple(
+        Coflow(f"c{k}", (Flow(k % 4, (k + 1) % 4, 1.0 + k), Flow((k + 2) % 4, k % 4, 2.0)))
+        for k in range(8)))
+    calls = {}
+    results = {}
+    for declare in (False, True):
+        policy = ShuffledFixed(3, False, True, declare)
+        runs.clear()
+        results[declare] = Simulator(w, policy, segments=True).run()
+        verify(w, results[declare])
+        calls[declare] = results[declare].extra["policy_calls"]
+        assert len(runs) == calls[declare]   # every plan ran on the capped engine
+    assert calls[True] < calls[False], calls
+    assert_same(results[False], results[True])
 
 
 @pytest.mark.parametrize("policy,method", [(Shuffled, "_reorder"),

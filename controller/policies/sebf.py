@@ -138,6 +138,7 @@ class Sebf(Policy):
         cap[flows] = rate * 8.0
         plan.rate_cap = cap
         plan.rates_fixed = True
+        plan.keep_at_completion = True   # (a completion before the horizon keeps it)
         plan.horizon = state.time + dt
         if self.event_times and self.event_times[-1] >= state.time:
             self.event_times.pop()   # the last allocation's end: this one's start

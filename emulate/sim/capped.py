@@ -745,11 +745,13 @@ def _moved_cores(order, ptr, flows, eligible, core_of, core):
 
 
 @numba.njit(cache=True)
-def _first_pass(cflows, cap, src, dst, core, core_cap, ports, R, cval):
+def _first_pass(cflows, cap, src, dst, core, core_cap, ports, R, cval, must_fit):
     """The first pass of the capped priority rule over the capped flows ``cflows`` (in
     rank order, caps ``cap`` in bytes/s): ``cval`` their rates, ``R`` what is left on
     each port. Returns whether every flow got its cap (up to :data:`CAP_SLACK`); when it
-    is False the incremental engine does not apply (``cval`` is left zero)."""
+    is False and ``must_fit`` the incremental engine does not apply (``cval`` is left
+    zero). (Without ``must_fit``, rates fixed until the next plan, the first pass is the
+    rule whether the caps fit or not.)"""
     cores = core_cap.shape[0]
     nport = cores * ports
     for h in range(cores):
@@ -769,7 +771,7 @@ def _first_pass(cflows, cap, src, dst, core, core_cap, ports, R, cval):
             R[po] -= r
         if cap[m] > tiny and cap[m] - cval[f] > CAP_SLACK * cap[m]:
             fits = False
-    if not fits:
+    if not fits and must_fit:
         for f in cflows:
             cval[f] = 0.0
     return fits
@@ -920,10 +922,10 @@ def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, r
             seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg, D, dpair, core_of, pool,
             pbeg, pend, fkey, hkey, pin, pout, qbase, qpo, qkey, qlen, cval, R,
             tiny_of, a, akey, apair, aamt, alen, fullk, tmark, touched, tbuf, qd, cpend, tq,
-            tl, hk, hf, hpos, nh, n_live, stash, stash_fin, chg, chgmark, nchg):
-    """Advance under the plan :func:`_start` applied until a coflow completes or
-    ``stop_time`` (or the segment record is full: call again after growing it). Returns
-    ``(t, reason, n_seg, events, nh, n_live, nchg)``."""
+            tl, hk, hf, hpos, nh, n_live, stash, stash_fin, chg, chgmark, nchg, stops):
+    """Advance under the plan :func:`_start` applied until a coflow ``k`` with
+    ``stops[k]`` completes or ``stop_time`` (or the segment record is full: call again
+    after growing it). Returns ``(t, reason, n_seg, events, nh, n_live, nchg)``."""
     npairs = pin.shape[0]
     seg_cap = seg_flow.shape[0]
     events = 0
@@ -967,7 +969,7 @@ def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, r
             if fin:
                 n_live -= 1
                 freed = True
-                coflow_done = coflow_done or cd
+                coflow_done = coflow_done or (cd and stops[coflow[f]])
                 e, k, nk = _unlink(f, D, dpair, core_of, pool, pbeg, pend, fkey, hkey,
                                    pin, pout, qbase, qpo, qkey, qlen)
                 c = cval[f]
@@ -1016,7 +1018,7 @@ def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, r
                 if fin:  # rounding put its due time a hair after now: it ends now
                     n_live -= 1
                     freed = True
-                    coflow_done = coflow_done or cd
+                    coflow_done = coflow_done or (cd and stops[coflow[f]])
                     nh = _hdel(f, hk, hf, hpos, nh)
                     e, k, nk = _unlink(f, D, dpair, core_of, pool, pbeg, pend, fkey, hkey,
                                        pin, pout, qbase, qpo, qkey, qlen)
@@ -1173,6 +1175,7 @@ class CappedEngine:
         self.label = np.zeros(0, dtype=np.int64)   # per coflow
         self.cflows = np.zeros(0, dtype=np.int64)
         self.do_backfill = True
+        self.caps_fit = True   # the last plan's caps fit the links
         self.valid = False
         self._old = None
 
@@ -1189,14 +1192,16 @@ class CappedEngine:
 
     # ------------------------------------------------------------------ plans
     def plan(self, t, order, coflow_order, core, cflows, caps, backfill, eligible, left,
-             rate, groups=None) -> bool:
+             rate, groups=None, fixed=False) -> bool:
         """Apply a plan at time ``t``: flows ranked by ``coflow_order`` (coflows, each
         eligible flow in one of them, by index inside) or else by ``order`` (every
         eligible flow; with ``groups``, ``(ids, bounds)`` of
         :meth:`controller.plan.FlowOrderPlan.sub_coflows`, it lists them sub-coflow after
         sub-coflow), on cores ``core``; the flows ``cflows`` (rank order) capped at
         ``caps`` (bytes/s, > 0), the others at 0. Returns False if the caps do not fit
-        the links (then the caller rescans and must :meth:`invalidate`)."""
+        the links (then the caller rescans and must :meth:`invalidate`). ``fixed`` (without
+        ``backfill``): the rates stay as the first pass gives them until the next plan,
+        whether the caps fit or not (``Plan.rates_fixed``); :attr:`caps_fit` says which."""
         a = self.arrays
         core = read_only(core)
         mode = ("coflow" if coflow_order is not None else
@@ -1208,8 +1213,10 @@ class CappedEngine:
             self._rebuild(mode, order, coflow_order, core, eligible, groups)
         self.cval[self.cflows] = 0.0
         self.cflows = cflows
-        if not _first_pass(cflows, caps, a.src, a.dst, core, self.core_cap, a.ports,
-                           self.R, self.cval):
+        fixed = fixed and not backfill
+        self.caps_fit = _first_pass(cflows, caps, a.src, a.dst, core, self.core_cap,
+                                    a.ports, self.R, self.cval, not fixed)
+        if not (self.caps_fit or fixed):
             self.cflows = np.zeros(0, dtype=np.int64)
             return False
         self.do_backfill = bool(backfill)
@@ -1306,7 +1313,8 @@ class CappedEngine:
     # ------------------------------------------------------------------ run
     def run(self, sim, stop: float) -> int:
         """Advance ``sim`` (the :class:`emulate.sim.flowsim.Simulator`) under the plan
-        applied last until a coflow completes or ``stop``; returns the reason."""
+        applied last until a coflow of ``sim._stops`` completes or ``stop``; returns the
+        reason."""
         a = self.arrays
         life = sim.lifecycle
         core = self._core
@@ -1335,7 +1343,7 @@ class CappedEngine:
                 self.akey, self.apair, self.aamt, self.alen, self.fullk, self.tmark,
                 self.touched, self.tbuf, self.qd, self.cpend, self.tq,
                 self.tl, self.hk, self.hf, self.hpos, self.nh, self.n_live, self.stash,
-                self.stash_fin, self.chg, self.chgmark, self.nchg)
+                self.stash_fin, self.chg, self.chgmark, self.nchg, sim._stops)
             if not sim._ran(t, reason, ev):
                 break
         while sim.record and sim.n_seg + self.nh + 2 > len(sim._seg[0]):

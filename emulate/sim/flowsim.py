@@ -429,9 +429,7 @@ class Simulator:
             self._left_at_order = int(life.left.sum())
             self._close_segments(np.sort(running[pos[running] < 0]))
         has_limit = bool(np.isfinite(limit).any())
-        # the completions that end the incremental kernels' runs
-        self._stops = (self._with_successors if self._through and plan.keep_at_completion
-                       else self._every_coflow)
+        self._set_stops(plan)
         if matching:
             reason = self._advance_matching(stop, order, pos, core, limit, has_limit,
                                             plan, kept)
@@ -512,6 +510,11 @@ class Simulator:
         life = self.lifecycle
         live = len(self._order) - (self._left_at_order - int(life.left.sum()))
         return int(life.left[life.ready].sum()) == live
+
+    def _set_stops(self, plan) -> None:
+        """The completions that end the incremental kernels' runs under ``plan``."""
+        self._stops = (self._with_successors if self._through and plan.keep_at_completion
+                       else self._every_coflow)
 
     def _advance_matching(self, stop, order, pos, core, limit, has_limit, plan,
                           kept) -> int:
@@ -672,9 +675,16 @@ class Simulator:
     def _advance_capped(self, plan, st, stop):
         """Priority with caps that fit the links: the capped engine (emulate.sim.capped),
         whose pairs outlive the plan. None if the plan is not one (no caps, byte limits,
-        fixed rates) or its caps do not fit: another engine takes it."""
+        fixed rates with backfill) or its caps do not fit: another engine takes it.
+
+        Fixed rates without backfill are the engine's own rule when the caps fit: every
+        capped flow sends at its cap until the next plan and a completion changes no
+        other rate, so the engine takes them, in O(log flows) per completion instead of
+        the rescan's pass over the flows sending (Sincronia's offline allocation on
+        FB2010: 427 s -> see docs/simulator-speed.md, round 11)."""
         sparse = getattr(plan, "cap_flows", None) is not None  # a SparsePlan's caps
-        if (plan.sharing != "priority" or not self.incremental or plan.rates_fixed
+        if (plan.sharing != "priority" or not self.incremental
+                or (plan.rates_fixed and plan.backfill)
                 or (not sparse and plan.rate_cap is None)
                 or (plan.byte_limit is not None and np.isfinite(plan.byte_limit).any())):
             return None
@@ -682,6 +692,9 @@ class Simulator:
         life = self.lifecycle
         co = plan.coflow_order
         if co is not None:
+            # a plan kept through completions still lists the coflows done since: they
+            # have no flow left to rank
+            co = co[~life.done[co]]
             active = life.ready & ~life.done
             if (len(co) != np.count_nonzero(active) or not active[co].all()
                     or len(np.unique(co)) != len(co)):
@@ -695,6 +708,9 @@ class Simulator:
         groups = plan.sub_coflows() if own and plan.grouped else None
         if sparse and listed:
             cflows, caps = plan.cap_flows, plan.cap_values / 8.0
+            sending = life.eligible[cflows]
+            if not sending.all():   # a plan kept through completions: flows done since
+                cflows, caps = cflows[sending], caps[sending]
         else:
             ranked = order if co is None else coflow_flows(co, a.coflow_ptr, a.coflow_flows,
                                                             life.eligible)
@@ -704,8 +720,13 @@ class Simulator:
         eng = self._capped
         core = np.ascontiguousarray(plan.core, dtype=np.int64)
         if not eng.plan(self.t, order, co, core, cflows, caps, plan.backfill,
-                        life.eligible, life.left, self.rate, groups):
+                        life.eligible, life.left, self.rate, groups, plan.rates_fixed):
             return None
+        self._set_stops(plan)
+        if not eng.caps_fit:
+            # a completion frees what held a flow below its cap: the plan, applied again
+            # (kept or not), gives it more
+            self._stops = self._every_coflow
         # the other engines' bookkeeping: no order of theirs is current
         self._pos[self._order] = -1
         self._kept = self._fair = None
