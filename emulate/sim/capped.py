@@ -808,16 +808,34 @@ def _apply_rate(f, r, t, rate, core, pinned, rem, size, tl, hk, hf, hpos, nh, se
 
 @numba.njit(**INL)
 def _replan_rate(f, r, t, rate, core, pinned, rem, size, tl, hk, hf, hpos, nh, seg_start,
-                 record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg):
+                 record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg, bulk):
     """:func:`_apply_rate` at a plan's start, where a flow that goes on sending at the
     same rate keeps its due time (its ``rem`` and ``tl`` agree with it): of the flows a
     plan passes over (every flow that sent, is capped or is backfilled) only those
-    whose rate changes move in the heap."""
+    whose rate changes move in the heap. With ``bulk`` nothing moves: a changed flow's
+    key is set in its row (a new flow's row appended; a stopped flow's left for
+    :func:`_heapify` to drop)."""
     if r == rate[f] and hpos[f] >= 0:
         return nh, n_seg
-    return _apply_rate(f, r, t, rate, core, pinned, rem, size, tl, hk, hf, hpos, nh,
-                       seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate,
-                       n_seg)
+    if not bulk:
+        return _apply_rate(f, r, t, rate, core, pinned, rem, size, tl, hk, hf, hpos, nh,
+                           seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate,
+                           n_seg)
+    if r != rate[f]:
+        n_seg = _set_rate(f, r, t, rate, core, seg_start, record, seg_flow, seg_core,
+                          seg_t0, seg_t1, seg_rate, n_seg)
+    if r > 0.0:
+        if pinned[f] < 0:
+            pinned[f] = core[f]
+        tl[f] = t
+        i = hpos[f]
+        if i < 0:
+            i = nh
+            hf[i] = f
+            hpos[f] = i
+            nh += 1
+        hk[i] = _due(f, tl, rem, rate, size)
+    return nh, n_seg
 
 
 @numba.njit(**INL)
@@ -874,11 +892,11 @@ def _start(t, cflows, old, do_backfill, D, dpair, core_of, pool, pbeg, pend, hke
            pout, qbase, qpo, qkey, qlen, cval, R, tiny_of, a, akey, apair, aamt, alen, fullk,
            tmark, touched, qd, cpend, tq, rate, core, pinned, rem, size, tl, hk, hf,
            hpos, nh, seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate,
-           n_seg):
+           n_seg, vmark):
     """A plan's rates: the backfill from scratch (a cursor on every port the caps leave
-    something on), then every flow that sent under the last plan (``old``), is capped or
-    heads a backfilled pair gets its rate and due time (:func:`_replan_rate`). Returns
-    ``(nh, n_seg)``."""
+    something on), then every flow that is capped, sent under the last plan (``old``) or
+    heads a backfilled pair gets its rate and due time (:func:`_replan_rate`; ``vmark``,
+    False per flow, is scratch). Returns ``(nh, n_seg)``."""
     for x in range(R.shape[0]):
         b = qbase[x]
         for i in range(b, b + alen[x]):
@@ -896,24 +914,63 @@ def _start(t, cflows, old, do_backfill, D, dpair, core_of, pool, pbeg, pend, hke
                            nt)
     for x in range(n_touched):
         tmark[touched[x]] = False
-    for f in old:
-        nh, n_seg = _replan_rate(f, _rate_of(f, cval, a, pool, pbeg, pend, core_of, dpair, D),
-                                t, rate, core, pinned, rem, size, tl, hk, hf, hpos, nh,
-                                seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
-                                seg_rate, n_seg)
+    # many rates change at once (a plan of fixed rates re-rates nearly every flow): set
+    # them without moving each in the due heap, then build the heap again in O(its size).
+    # The capped flows first, in rank order (their entries in sequence, mostly), then
+    # those of the last plan's flows (in the heap's order, at random) that are not capped.
+    changes = 0
     for f in cflows:
+        changes += _rate_of(f, cval, a, pool, pbeg, pend, core_of, dpair, D) != rate[f]
+    bulk = changes * BULK > nh + 64
+    for f in cflows:
+        vmark[f] = True
         nh, n_seg = _replan_rate(f, _rate_of(f, cval, a, pool, pbeg, pend, core_of, dpair, D),
                                 t, rate, core, pinned, rem, size, tl, hk, hf, hpos, nh,
                                 seg_start, record, seg_flow, seg_core, seg_t0, seg_t1,
-                                seg_rate, n_seg)
+                                seg_rate, n_seg, bulk)
+    for f in old:
+        if not vmark[f]:
+            nh, n_seg = _replan_rate(
+                f, _rate_of(f, cval, a, pool, pbeg, pend, core_of, dpair, D), t, rate, core,
+                pinned, rem, size, tl, hk, hf, hpos, nh, seg_start, record, seg_flow,
+                seg_core, seg_t0, seg_t1, seg_rate, n_seg, bulk)
+    for f in cflows:
+        vmark[f] = False
     for x in range(n_touched):
         e = touched[x]
         if pbeg[e] < pend[e]:
             f = pool[pbeg[e]]
             nh, n_seg = _replan_rate(f, cval[f] + a[e], t, rate, core, pinned, rem, size,
                                      tl, hk, hf, hpos, nh, seg_start, record, seg_flow,
-                                     seg_core, seg_t0, seg_t1, seg_rate, n_seg)
+                                     seg_core, seg_t0, seg_t1, seg_rate, n_seg, bulk)
+    if bulk:
+        nh = _heapify(rate, hk, hf, hpos, nh)
     return nh, n_seg
+
+
+#: :func:`_start` builds the due heap again when more than one flow in ``BULK`` of it
+#: changes rate (moving each costs its sifts, at random over the heap)
+BULK = 4
+
+
+@numba.njit(**INL)
+def _heapify(rate, hk, hf, hpos, nh):
+    """The due heap again from its rows (``hk``, ``hf``) after :func:`_replan_rate` set
+    keys in place in bulk: rows of flows that stopped (rate 0) are dropped, the rest
+    sifted bottom-up (Floyd's, O(rows)). Returns the heap size."""
+    n = 0
+    for i in range(nh):
+        f = hf[i]
+        if rate[f] > 0.0:
+            hk[n] = hk[i]
+            hf[n] = f
+            hpos[f] = n
+            n += 1
+        else:
+            hpos[f] = -1
+    for i in range(n // 2 - 1, -1, -1):
+        _hdown(i, n, hk, hf, hpos)
+    return n
 
 
 @numba.njit(**KERNEL)
@@ -1161,6 +1218,7 @@ class CappedEngine:
         self.stash_fin = np.empty(nn)
         self.chg = np.empty(nn, dtype=np.int64)
         self.chgmark = np.zeros(n, dtype=np.bool_)
+        self.vmark = np.zeros(n, dtype=np.bool_)   # _start's: the capped flows
         self.nchg = 0
         # rank keys: label[coflow] * W + rk (rk: the flow's rank by index inside its
         # coflow, W a power of two above the largest coflow); or, for a plan without a
@@ -1330,7 +1388,7 @@ class CappedEngine:
                 self.fullk, self.tmark, self.touched, self.qd, self.cpend, self.tq, sim.rate,
                 core, sim.pinned, sim.rem, a.size, self.tl, self.hk,
                 self.hf, self.hpos, self.nh, sim.seg_start, sim.record, *sim._seg,
-                sim.n_seg)
+                sim.n_seg, self.vmark)
             self._old = None
         while True:
             t, reason, sim.n_seg, ev, self.nh, self.n_live, self.nchg = _events(
