@@ -13,9 +13,12 @@ the same run:
 
 * ``sebf`` against the reference's ``SEBF MADD`` (Varys's ordering and rates);
 * ``sincronia``, ``fifo``, ``scf``, ``fair``, ``aalo`` against ``PD MADD`` (Sincronia's
-  primal-dual ordering with MADD rates, its default for the offline comparison).
+  primal-dual ordering with MADD rates, its default for the offline comparison);
+* ``sebf@allocation=sincronia-offline`` (not run unless listed in ``--policies``): the
+  reference's own allocation as an option of ``sebf``, against ``SEBF MADD``, the same
+  schedule on both sides (the same mean CCT).
 
-The two do not compute the same schedules (see README "Semantics beside the reference
+Otherwise the two do not compute the same schedules (see README "Semantics beside the reference
 simulators"): the reference orders once at time 0 and steps only at MADD coflow
 completions; ours re-plans at every coflow event and re-allocates at every flow
 completion, exactly. The mean CCTs measured before the speed work of issue #18 are printed
@@ -55,8 +58,11 @@ ROOT = os.path.dirname(HERE)
 DEFAULT_TRACE = os.path.join(ROOT, "..", "shared", "traces", "FB2010-1Hr-150-0.txt")
 COFLOWEMU = os.path.join(os.path.dirname(sys.executable), "coflowemu")
 POLICIES = "sebf,sincronia,fifo,scf,fair,aalo"
+OFFLINE = "sebf@allocation=sincronia-offline"
 #: the reference's nearest counterpart of each of our policies (ordering, allocation)
-COUNTERPART = {"sebf": ("SEBF", "MADD")}
+COUNTERPART = {"sebf": ("SEBF", "MADD"),
+               # the reference's own allocation, as an option of ours: the same schedule
+               OFFLINE: ("SEBF", "MADD")}
 DEFAULT_COUNTERPART = ("PD", "MADD")
 RATE = "1MiBps"   # one MiB per second per port: the reference's time unit is a second
 MIB = 2 ** 20
