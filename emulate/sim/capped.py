@@ -790,9 +790,11 @@ def _rate_of(f, cval, a, pool, pbeg, pend, core_of, dpair, D):
 
 @numba.njit(**INL)
 def _apply_rate(f, r, t, rate, core, pinned, rem, size, tl, hk, hf, hpos, nh, seg_start,
-                record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg):
+                record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg, bulk):
     """Flow ``f`` (brought up to ``t``) sends at ``r`` from ``t``: its segment, its pin,
-    its due time."""
+    its due time. With ``bulk`` nothing moves in the due heap: the key is set in the
+    flow's row (a new flow's row appended; a stopped flow's left for :func:`_heapify` to
+    drop)."""
     if r != rate[f]:
         n_seg = _set_rate(f, r, t, rate, core, seg_start, record, seg_flow, seg_core,
                           seg_t0, seg_t1, seg_rate, n_seg)
@@ -800,8 +802,17 @@ def _apply_rate(f, r, t, rate, core, pinned, rem, size, tl, hk, hf, hpos, nh, se
         if pinned[f] < 0:
             pinned[f] = core[f]
         tl[f] = t
-        nh = _hset(f, _due(f, tl, rem, rate, size), hk, hf, hpos, nh)
-    else:
+        if not bulk:
+            nh = _hset(f, _due(f, tl, rem, rate, size), hk, hf, hpos, nh)
+        else:
+            i = hpos[f]
+            if i < 0:
+                i = nh
+                hf[i] = f
+                hpos[f] = i
+                nh += 1
+            hk[i] = _due(f, tl, rem, rate, size)
+    elif not bulk:
         nh = _hdel(f, hk, hf, hpos, nh)
     return nh, n_seg
 
@@ -812,30 +823,12 @@ def _replan_rate(f, r, t, rate, core, pinned, rem, size, tl, hk, hf, hpos, nh, s
     """:func:`_apply_rate` at a plan's start, where a flow that goes on sending at the
     same rate keeps its due time (its ``rem`` and ``tl`` agree with it): of the flows a
     plan passes over (every flow that sent, is capped or is backfilled) only those
-    whose rate changes move in the heap. With ``bulk`` nothing moves: a changed flow's
-    key is set in its row (a new flow's row appended; a stopped flow's left for
-    :func:`_heapify` to drop)."""
+    whose rate changes move in the heap (or, ``bulk``, are set in its rows)."""
     if r == rate[f] and hpos[f] >= 0:
         return nh, n_seg
-    if not bulk:
-        return _apply_rate(f, r, t, rate, core, pinned, rem, size, tl, hk, hf, hpos, nh,
-                           seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate,
-                           n_seg)
-    if r != rate[f]:
-        n_seg = _set_rate(f, r, t, rate, core, seg_start, record, seg_flow, seg_core,
-                          seg_t0, seg_t1, seg_rate, n_seg)
-    if r > 0.0:
-        if pinned[f] < 0:
-            pinned[f] = core[f]
-        tl[f] = t
-        i = hpos[f]
-        if i < 0:
-            i = nh
-            hf[i] = f
-            hpos[f] = i
-            nh += 1
-        hk[i] = _due(f, tl, rem, rate, size)
-    return nh, n_seg
+    return _apply_rate(f, r, t, rate, core, pinned, rem, size, tl, hk, hf, hpos, nh,
+                       seg_start, record, seg_flow, seg_core, seg_t0, seg_t1, seg_rate,
+                       n_seg, bulk)
 
 
 @numba.njit(**INL)
@@ -1087,7 +1080,7 @@ def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, r
                     continue
                 nh, n_seg = _apply_rate(f, r, t, rate, core, pinned, rem, size, tl, hk, hf,
                                         hpos, nh, seg_start, record, seg_flow, seg_core,
-                                        seg_t0, seg_t1, seg_rate, n_seg)
+                                        seg_t0, seg_t1, seg_rate, n_seg, False)
         if coflow_done:
             reason = COFLOW_DONE
             break
