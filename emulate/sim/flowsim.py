@@ -677,11 +677,12 @@ class Simulator:
         whose pairs outlive the plan. None if the plan is not one (no caps, byte limits,
         fixed rates with backfill) or its caps do not fit: another engine takes it.
 
-        Fixed rates without backfill are the engine's own rule when the caps fit: every
-        capped flow sends at its cap until the next plan and a completion changes no
-        other rate, so the engine takes them, in O(log flows) per completion instead of
-        the rescan's pass over the flows sending (Sincronia's offline allocation on
-        FB2010: 427 s -> see docs/simulator-speed.md, round 11)."""
+        Fixed rates without backfill are the engine's own rule: every capped flow sends
+        at what the first pass gives it (its cap, if the caps fit) until the next plan
+        and a completion changes no other rate, so the engine takes them, caps fitting
+        or not, in O(log flows) per completion instead of the rescan's pass over the
+        flows sending (Sincronia's offline allocation on
+        FB2010 with releases at 0: 428 s -> 48 s, docs/simulator-speed.md round 11)."""
         sparse = getattr(plan, "cap_flows", None) is not None  # a SparsePlan's caps
         if (plan.sharing != "priority" or not self.incremental
                 or (plan.rates_fixed and plan.backfill)
