@@ -511,10 +511,13 @@ class Simulator:
         live = len(self._order) - (self._left_at_order - int(life.left.sum()))
         return int(life.left[life.ready].sum()) == live
 
-    def _set_stops(self, plan) -> None:
-        """The completions that end the incremental kernels' runs under ``plan``."""
-        self._stops = (self._with_successors if self._through and plan.keep_at_completion
-                       else self._every_coflow)
+    def _set_stops(self, plan, caps_fit: bool = True) -> None:
+        """The completions that end the incremental kernels' runs under ``plan``: only
+        those of coflows with successors if the plan is kept through the others, which
+        a plan whose caps do not fit is not (a completion frees what held a flow below
+        its cap: the plan, applied again, gives it more)."""
+        keep = self._through and plan.keep_at_completion and caps_fit
+        self._stops = self._with_successors if keep else self._every_coflow
 
     def _advance_matching(self, stop, order, pos, core, limit, has_limit, plan,
                           kept) -> int:
@@ -675,7 +678,8 @@ class Simulator:
     def _advance_capped(self, plan, st, stop):
         """Priority with caps that fit the links: the capped engine (emulate.sim.capped),
         whose pairs outlive the plan. None if the plan is not one (no caps, byte limits,
-        fixed rates with backfill) or its caps do not fit: another engine takes it.
+        fixed rates with backfill) or its caps do not fit and its rates are not fixed:
+        another engine takes it.
 
         Fixed rates without backfill are the engine's own rule: every capped flow sends
         at what the first pass gives it (its cap, if the caps fit) until the next plan
@@ -723,11 +727,7 @@ class Simulator:
         if not eng.plan(self.t, order, co, core, cflows, caps, plan.backfill,
                         life.eligible, life.left, self.rate, groups, plan.rates_fixed):
             return None
-        self._set_stops(plan)
-        if not eng.caps_fit:
-            # a completion frees what held a flow below its cap: the plan, applied again
-            # (kept or not), gives it more
-            self._stops = self._every_coflow
+        self._set_stops(plan, eng.caps_fit)
         # the other engines' bookkeeping: no order of theirs is current
         self._pos[self._order] = -1
         self._kept = self._fair = None
