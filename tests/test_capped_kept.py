@@ -13,7 +13,9 @@ plans, on one and two cores:
 * a policy that shuffles the coflow order and the caps at every plan (and sometimes gives
   caps that do not fit the links, which the rescan takes: the engine must rebuild after);
   the same with its rates fixed until a horizon and no backfill (the capped engine
-  takes those whether the caps fit or not), kept through completions or not;
+  takes those whether the caps fit or not), kept through completions or not; and caps
+  on every flow without backfill, fitting or not (the engine applies the plan again at
+  a completion on a port where a flow is held below its cap, as the rescan would);
 * SEBF's one-core plan from kept loads against its plan from the eligible flows;
 * the engine's due heap after every run: the flows sending, each keyed by its due time
   (a plan keeps the keys of the flows whose rate it leaves alone).
@@ -43,6 +45,7 @@ class Shuffled(Policy):
     and the rescan takes that plan."""
 
     name = "test-shuffled"
+    share = 0.6   # of the eligible flows, capped
 
     def __init__(self, seed: int, overcap: bool):
         super().__init__()
@@ -57,7 +60,7 @@ class Shuffled(Policy):
         pos = np.full(a.n_coflows, -1)
         pos[order] = np.arange(len(order))
         elig = np.flatnonzero(state.eligible)
-        chosen = elig[rng.random(len(elig)) < 0.6]
+        chosen = elig[rng.random(len(elig)) < self.share]
         chosen = chosen[np.lexsort((chosen, pos[a.coflow[chosen]]))]  # rank order
         cap = fitting_caps(rng, state, core, chosen, self.overcap)
         return CoflowPlan(state, order, core, cap_flows=chosen, cap_values=cap,
@@ -137,6 +140,22 @@ class ShuffledFixed(Shuffled):
         return plan
 
 
+class ShuffledCapsOnly(Shuffled):
+    """:class:`Shuffled` without backfill, its rates not fixed (CoflowSim's FIFO is such
+    a plan): a random order, caps on every eligible flow, with ``overcap`` sometimes
+    not fitting the links. A completion on a port where a flow is held below its
+    cap gives it more: the rescan does it at every completion, the capped engine applies
+    the plan again at those completions."""
+
+    name = "test-shuffled-caps-only"
+    share = 1.0
+
+    def plan(self, state):
+        plan = super().plan(state)
+        plan.backfill = False
+        return plan
+
+
 def rebuilt_every_plan(mp):
     """Patch the capped engine to forget its pairs before every plan."""
     inner = CappedEngine.plan
@@ -197,6 +216,13 @@ def test_kept_engine_under_shuffled_sub_coflows(w, seed, overcap):
 
 @settings(max_examples=60, **SETTINGS)
 @given(w=workloads(ports=(2, 4), cores=(1, 2), coflows=(2, 10), max_flows=5),
+       seed=st.integers(0, 2 ** 32 - 1), overcap=st.booleans())
+def test_caps_without_backfill_run_on_the_capped_engine_as_on_the_rescan(w, seed, overcap):
+    assert_same(*kept_rebuilt_rescan(w, lambda: ShuffledCapsOnly(seed, overcap)))
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(w=workloads(ports=(2, 4), cores=(1, 2), coflows=(2, 10), max_flows=5),
        seed=st.integers(0, 2 ** 32 - 1), overcap=st.booleans(), keep=st.booleans())
 def test_fixed_rates_without_backfill_run_on_the_capped_engine_as_on_the_rescan(
         w, seed, overcap, keep):
@@ -236,6 +262,43 @@ def test_fixed_rates_reach_the_capped_engine_and_kept_plans_run_through_completi
         assert len(runs) == calls[declare]   # every plan ran on the capped engine
     assert calls[True] < calls[False], calls
     assert_same(results[False], results[True])
+
+
+def test_caps_that_do_not_fit_without_backfill_run_on_the_capped_engine(monkeypatch):
+    # the property above tests the engine's re-application only if such plans reach
+    # the engine and a completion on a port where a flow is held below its cap applies
+    # the plan again: count the plans it refused and its refits
+    from controller.model import Coflow, Flow, Workload
+    from topologies.fabric import Fabric
+    refused, refits = [], []
+    inner_plan, inner_refit = CappedEngine.plan, CappedEngine._refit
+
+    def plan(self, *args):
+        ok = inner_plan(self, *args)
+        refused.append(not ok)
+        return ok
+
+    def refit(self, sim):
+        refits.append(sim.t)
+        inner_refit(self, sim)
+
+    monkeypatch.setattr(CappedEngine, "plan", plan)
+    monkeypatch.setattr(CappedEngine, "_refit", refit)
+    w = Workload(Fabric(ports=3, cores=1, rate_bps=8.0), tuple(
+        Coflow(f"c{k}", (Flow(k % 3, (k + 1) % 3, 1.0 + k), Flow((k + 2) % 3, k % 3, 2.0)))
+        for k in range(9)))
+
+    class Overcapped(ShuffledCapsOnly):
+        def plan(self, state):
+            p = super().plan(state)
+            p.cap_values = p.cap_values * 3.0   # never fits: 3 x what would
+            return p
+
+    kept = Simulator(w, Overcapped(5, False), segments=True).run()
+    rescan = Simulator(w, Overcapped(5, False), segments=True, incremental=False).run()
+    verify(w, kept)
+    assert_same(kept, rescan)
+    assert refused and not any(refused) and len(refits) >= 3, (refused, refits)
 
 
 @pytest.mark.parametrize("policy,method", [(Shuffled, "_reorder"),

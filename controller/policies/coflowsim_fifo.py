@@ -607,10 +607,11 @@ class CoflowSimAllocation:
         self.finish[gone] = t + finished_at[gone] * self.quantum
         if gone.any():
             plan.horizon = float(self.finish[gone].max())
-        # no backfill and caps that fit the ports: every flow sends at its cap until the
-        # next plan whatever completes, so the rates stay fixed as in CoflowSim (and the
-        # engine keeps its first pass instead of rescanning: Plan.rates_fixed is 20x
-        # slower here)
+        # no backfill: every flow sends at its cap until the next plan whatever
+        # completes, as in CoflowSim, where the caps fit the ports; where they do not (a
+        # flow CoflowSim dropped that is not finished here, or CoflowSim's own rates a
+        # little over a port's) the flows ranked last on the port are held below their
+        # caps until a completion there frees room (the capped engine's first pass)
         plan.rate_cap = cap * 1000.0 / SECOND_MS
         self._kept = plan
         return plan

@@ -14,9 +14,13 @@ Three facts make the work proportional to what changes instead:
   port of each core they sum to at most its rate, as MADD's do) every flow gets exactly
   its cap, and a completion only frees capacity, so nothing in the first pass changes
   until the next plan. What the caps leave on port ``p``, ``R[p]``, grows by the cap of
-  each flow that finishes there. A plan whose caps do not fit (a flow held below its cap
-  by the caps ranked before it) is left to the rescan. Flows without a cap take no part
-  in the first pass, so it runs over the capped flows only.
+  each flow that finishes there. When the caps do not fit (a flow held below its cap
+  by the caps ranked before it), the first pass changes only when a flow finishes on a
+  port where a flow is held below its cap (``clip``): without backfill the engine stops
+  there and applies the plan again (:data:`REFIT`), as the rescan would at that
+  completion (and at the others, where it changes nothing); with backfill the plan is
+  left to the rescan. Flows without a cap take no part in the first pass, so it runs
+  over the capped flows only.
 * **The backfill is a greedy over (core, src, dst) pairs, repaired where it changes.**
   Only the first unfinished flow of a pair (its *head*) can get backfill, since the
   pair's earlier flow takes what is left on both its ports first; a backfilled head takes
@@ -80,6 +84,10 @@ NEVER = 1 << 62
 
 #: keys are below this (``label * W + r``)
 KEY_SPACE = 1 << 61
+
+#: the event loop's stop for a completion on a port where a flow is held below its cap
+#: (the engine applies the plan again; never returned to the simulator)
+REFIT = 16
 
 
 # the shared helpers of emulate.sim.matching, compiled again from the same source with
@@ -745,18 +753,21 @@ def _moved_cores(order, ptr, flows, eligible, core_of, core):
 
 
 @numba.njit(cache=True)
-def _first_pass(cflows, cap, src, dst, core, core_cap, ports, R, cval, must_fit):
+def _first_pass(cflows, cap, src, dst, core, core_cap, ports, R, cval, must_fit, clip):
     """The first pass of the capped priority rule over the capped flows ``cflows`` (in
     rank order, caps ``cap`` in bytes/s): ``cval`` their rates, ``R`` what is left on
-    each port. Returns whether every flow got its cap (up to :data:`CAP_SLACK`); when it
-    is False and ``must_fit`` the incremental engine does not apply (``cval`` is left
-    zero). (Without ``must_fit``, rates fixed until the next plan, the first pass is the
-    rule whether the caps fit or not.)"""
+    each port, ``clip`` the ports of the flows held below their caps. Returns whether
+    every flow got its cap (up to :data:`CAP_SLACK`); when it is False and ``must_fit``
+    the incremental engine does not apply (``cval`` is left zero). (Without
+    ``must_fit``, without backfill, the first pass is the rule whether the caps fit or
+    not: until the next plan if the rates are fixed, else until a completion frees one
+    of the ``clip`` ports.)"""
     cores = core_cap.shape[0]
     nport = cores * ports
     for h in range(cores):
         R[h * ports:(h + 1) * ports] = core_cap[h]
         R[nport + h * ports:nport + (h + 1) * ports] = core_cap[h]
+    clip[:] = False
     fits = True
     for m in range(cflows.shape[0]):
         f = cflows[m]
@@ -771,6 +782,8 @@ def _first_pass(cflows, cap, src, dst, core, core_cap, ports, R, cval, must_fit)
             R[po] -= r
         if cap[m] > tiny and cap[m] - cval[f] > CAP_SLACK * cap[m]:
             fits = False
+            clip[pi] = True
+            clip[po] = True
     if not fits and must_fit:
         for f in cflows:
             cval[f] = 0.0
@@ -972,11 +985,16 @@ def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, r
             seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg, D, dpair, core_of, pool,
             pbeg, pend, fkey, hkey, pin, pout, qbase, qpo, qkey, qlen, cval, R,
             tiny_of, a, akey, apair, aamt, alen, fullk, tmark, touched, tbuf, qd, cpend, tq,
-            tl, hk, hf, hpos, nh, n_live, stash, stash_fin, chg, chgmark, nchg, stops):
+            tl, hk, hf, hpos, nh, n_live, stash, stash_fin, chg, chgmark, nchg, stops,
+            clip):
     """Advance under the plan :func:`_start` applied until a coflow ``k`` with
-    ``stops[k]`` completes or ``stop_time`` (or the segment record is full: call again
-    after growing it). Returns ``(t, reason, n_seg, events, nh, n_live, nchg)``."""
+    ``stops[k]`` completes, ``stop_time``, or a flow completes on a port of ``clip``
+    (:data:`REFIT`: a flow held below its cap there may get more) (or the segment
+    record is full: call again after growing it). Returns ``(t, reason, n_seg, events,
+    nh, n_live, nchg)``."""
     npairs = pin.shape[0]
+    nport = R.shape[0] // 2
+    ports = nport // core_cap.shape[0]
     seg_cap = seg_flow.shape[0]
     events = 0
     nt = 0
@@ -1005,6 +1023,7 @@ def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, r
         events += 1
         coflow_done = False
         freed = False
+        refit = False
         for x in range(n_st):
             f = stash[x]
             # the flows finishing at ``t_new`` send all they have left: ``t_new - tl``
@@ -1020,6 +1039,8 @@ def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, r
                 n_live -= 1
                 freed = True
                 coflow_done = coflow_done or (cd and stops[coflow[f]])
+                h = core[f] * ports
+                refit = refit or clip[h + src[f]] or clip[nport + h + dst[f]]
                 e, k, nk = _unlink(f, D, dpair, core_of, pool, pbeg, pend, fkey, hkey,
                                    pin, pout, qbase, qpo, qkey, qlen)
                 c = cval[f]
@@ -1031,8 +1052,8 @@ def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, r
             else:
                 nh = _hset(f, _due(f, tl, rem, rate, size), hk, hf, hpos, nh)
         t = t_new
-        if coflow_done or t >= stop_time:
-            reason = COFLOW_DONE if coflow_done else STOP_TIME
+        if coflow_done or t >= stop_time or refit:
+            reason = COFLOW_DONE if coflow_done else STOP_TIME if t >= stop_time else REFIT
             break
         # repair the backfill; the pairs' heads whose rate changes take it now
         while freed and do_backfill:
@@ -1142,7 +1163,7 @@ class CappedEngine:
     plan to plan (see the module docstring).
 
     :meth:`plan` applies a plan's order and caps (False if the caps do not fit the
-    links: the rescan takes that plan); :meth:`run` advances it. Anything else that
+    links and the plan backfills: the rescan takes that plan); :meth:`run` advances it. Anything else that
     changes the flows in between (another engine's step) must call :meth:`invalidate`:
     the next plan then rebuilds the pairs from the flows eligible at that time.
     """
@@ -1180,6 +1201,7 @@ class CappedEngine:
         self.alen = np.zeros(2 * nport, dtype=np.int64)
         self.fullk = np.full(2 * nport, NEVER, dtype=np.int64)
         self.R = np.zeros(2 * nport)
+        self.clip = np.zeros(2 * nport, dtype=np.bool_)   # ports of flows below their caps
         tiny = np.repeat(1e-9 * np.asarray(core_cap, dtype=np.float64), P)
         self.tiny_of = np.concatenate([tiny, tiny])
         self.tmark = np.zeros(C * D, dtype=np.bool_)
@@ -1225,6 +1247,7 @@ class CappedEngine:
         self.mode = None
         self.label = np.zeros(0, dtype=np.int64)   # per coflow
         self.cflows = np.zeros(0, dtype=np.int64)
+        self.caps = np.zeros(0)
         self.do_backfill = True
         self.caps_fit = True   # the last plan's caps fit the links
         self.valid = False
@@ -1250,9 +1273,12 @@ class CappedEngine:
         :meth:`controller.plan.FlowOrderPlan.sub_coflows`, it lists them sub-coflow after
         sub-coflow), on cores ``core``; the flows ``cflows`` (rank order) capped at
         ``caps`` (bytes/s, > 0), the others at 0. Returns False if the caps do not fit
-        the links (then the caller rescans and must :meth:`invalidate`). ``fixed`` (without
-        ``backfill``): the rates stay as the first pass gives them until the next plan,
-        whether the caps fit or not (``Plan.rates_fixed``); :attr:`caps_fit` says which."""
+        the links and the plan backfills (then the caller rescans and must
+        :meth:`invalidate`). Without backfill the first pass is the rule whether the
+        caps fit or not (:attr:`caps_fit` says which): with ``fixed``
+        (``Plan.rates_fixed``) its rates stay until the next plan; else a completion on
+        a port where a flow is held below its cap frees room for it, and the engine
+        applies the plan again there (:meth:`run`), as the rescan would."""
         a = self.arrays
         core = read_only(core)
         mode = ("coflow" if coflow_order is not None else
@@ -1263,17 +1289,32 @@ class CappedEngine:
                 or (mode == "group" and self._regroup(order, groups, core)))):
             self._rebuild(mode, order, coflow_order, core, eligible, groups)
         self.cval[self.cflows] = 0.0
-        self.cflows = cflows
-        fixed = fixed and not backfill
+        self.cflows, self.caps = cflows, caps
         self.caps_fit = _first_pass(cflows, caps, a.src, a.dst, core, self.core_cap,
-                                    a.ports, self.R, self.cval, not fixed)
-        if not (self.caps_fit or fixed):
-            self.cflows = np.zeros(0, dtype=np.int64)
-            return False
+                                    a.ports, self.R, self.cval, backfill, self.clip)
+        if not self.caps_fit:
+            if backfill:
+                self.cflows = np.zeros(0, dtype=np.int64)
+                return False
+            if fixed:
+                self.clip[:] = False   # the rates stay until the next plan
         self.do_backfill = bool(backfill)
         self._old = old
         self._core = core
         return True
+
+    def _refit(self, sim) -> None:
+        """The first pass again over the capped flows still sending, after a completion
+        on a port where a flow was held below its cap (the plan applied again; every
+        sending flow is up to now)."""
+        a = self.arrays
+        live = ~sim.done[self.cflows]
+        self.cflows, self.caps = self.cflows[live], self.caps[live]
+        self.cval[self.cflows] = 0.0   # (the first pass sets only the rates it gives)
+        self.caps_fit = _first_pass(self.cflows, self.caps, a.src, a.dst, self._core,
+                                    self.core_cap, a.ports, self.R, self.cval, False,
+                                    self.clip)
+        self._old = self.hf[:self.nh].copy()
 
     def _rebuild(self, mode, order, coflow_order, core, eligible, groups=None) -> None:
         """The pairs from scratch: every eligible flow, in rank order."""
@@ -1369,21 +1410,9 @@ class CappedEngine:
         a = self.arrays
         life = sim.lifecycle
         core = self._core
-        if self._old is not None:
-            need = len(self._old) + len(self.cflows) + len(self.pin) + 2
-            while sim.record and sim.n_seg + need > len(sim._seg[0]):
-                sim._grow_segments()
-            self.nh, sim.n_seg = _start(
-                sim.t, self.cflows, self._old, self.do_backfill, self.D, self.dpair,
-                self.core_of, self.pool, self.pbeg, self.pend, self.hkey, self.pin,
-                self.pout, self.qbase, self.qpo, self.qkey, self.qlen, self.cval, self.R,
-                self.tiny_of, self.a, self.akey, self.apair, self.aamt, self.alen,
-                self.fullk, self.tmark, self.touched, self.qd, self.cpend, self.tq, sim.rate,
-                core, sim.pinned, sim.rem, a.size, self.tl, self.hk,
-                self.hf, self.hpos, self.nh, sim.seg_start, sim.record, *sim._seg,
-                sim.n_seg, self.vmark)
-            self._old = None
         while True:
+            if self._old is not None:
+                self._start(sim)
             t, reason, sim.n_seg, ev, self.nh, self.n_live, self.nchg = _events(
                 sim.t, stop, self.do_backfill, a.src, a.dst, a.coflow, a.size, core,
                 sim.core_cap, sim.rem, sim.rate, sim.done, sim.pinned, sim.flow_completion,
@@ -1394,19 +1423,45 @@ class CappedEngine:
                 self.akey, self.apair, self.aamt, self.alen, self.fullk, self.tmark,
                 self.touched, self.tbuf, self.qd, self.cpend, self.tq,
                 self.tl, self.hk, self.hf, self.hpos, self.nh, self.n_live, self.stash,
-                self.stash_fin, self.chg, self.chgmark, self.nchg, sim._stops)
-            if not sim._ran(t, reason, ev):
+                self.stash_fin, self.chg, self.chgmark, self.nchg, sim._stops, self.clip)
+            if not sim._ran(t, reason, ev) and reason != REFIT:
                 break
+            if reason == REFIT:
+                self._finish(sim)
+                self._refit(sim)
+        self._finish(sim)
+        return reason
+
+    def _finish(self, sim) -> None:
+        """Every sending flow brought up to now (:func:`_finish`)."""
+        a = self.arrays
+        life = sim.lifecycle
         while sim.record and sim.n_seg + self.nh + 2 > len(sim._seg[0]):
             sim._grow_segments()
         sim.n_seg, self.nh, self.n_live, self.nchg = _finish(
             sim.t, self.D, self.dpair, self.core_of, self.pool, self.pbeg, self.pend,
             self.fkey, self.hkey, self.pin, self.pout, self.qbase, self.qpo, self.qkey,
             self.qlen, self.cval, a.size, a.coflow, sim.rem, sim.sent, sim.done,
-            sim.flow_completion, life.left, life.completion, sim.rate, core, sim.seg_start,
-            sim.record, *sim._seg, sim.n_seg, self.tl, self.hk, self.hf, self.hpos, self.nh,
-            self.n_live, self.stash, self.chg, self.chgmark, self.nchg)
-        return reason
+            sim.flow_completion, life.left, life.completion, sim.rate, self._core,
+            sim.seg_start, sim.record, *sim._seg, sim.n_seg, self.tl, self.hk, self.hf,
+            self.hpos, self.nh, self.n_live, self.stash, self.chg, self.chgmark, self.nchg)
+
+    def _start(self, sim) -> None:
+        """The rates of the plan applied last (:func:`_start`)."""
+        a = self.arrays
+        need = len(self._old) + len(self.cflows) + len(self.pin) + 2
+        while sim.record and sim.n_seg + need > len(sim._seg[0]):
+            sim._grow_segments()
+        self.nh, sim.n_seg = _start(
+            sim.t, self.cflows, self._old, self.do_backfill, self.D, self.dpair,
+            self.core_of, self.pool, self.pbeg, self.pend, self.hkey, self.pin,
+            self.pout, self.qbase, self.qpo, self.qkey, self.qlen, self.cval, self.R,
+            self.tiny_of, self.a, self.akey, self.apair, self.aamt, self.alen,
+            self.fullk, self.tmark, self.touched, self.qd, self.cpend, self.tq, sim.rate,
+            self._core, sim.pinned, sim.rem, a.size, self.tl, self.hk,
+            self.hf, self.hpos, self.nh, sim.seg_start, sim.record, *sim._seg,
+            sim.n_seg, self.vmark)
+        self._old = None
 
     def sending(self) -> np.ndarray:
         """The flows sending now."""

@@ -676,17 +676,18 @@ class Simulator:
         return pairs, self._order  # (the same flows: their order is in the keys now)
 
     def _advance_capped(self, plan, st, stop):
-        """Priority with caps that fit the links: the capped engine (emulate.sim.capped),
-        whose pairs outlive the plan. None if the plan is not one (no caps, byte limits,
-        fixed rates with backfill) or its caps do not fit and its rates are not fixed:
-        another engine takes it.
+        """Priority with caps: the capped engine (emulate.sim.capped), whose pairs
+        outlive the plan. None if the plan is not one (no caps, byte limits, fixed rates
+        with backfill) or its caps do not fit the links and it backfills: another engine
+        takes it.
 
-        Fixed rates without backfill are the engine's own rule: every capped flow sends
-        at what the first pass gives it (its cap, if the caps fit) until the next plan
-        and a completion changes no other rate, so the engine takes them, caps fitting
-        or not, in O(log flows) per completion instead of the rescan's pass over the
-        flows sending (Sincronia's offline allocation on
-        FB2010 with releases at 0: 428 s -> 48 s, docs/simulator-speed.md round 11)."""
+        Without backfill the engine's first pass is the rule whether the caps fit or
+        not, so it takes those plans in O(log flows) per completion instead of the
+        rescan's pass over the flows sending. With fixed rates every capped flow sends
+        at what the first pass gives it until the next plan (Sincronia's offline
+        allocation on FB2010 with releases at 0: 428 s -> 48 s, docs/simulator-speed.md
+        round 11); otherwise a completion on a port where a flow is held below its cap
+        applies the plan again (CoflowSim's FIFO on FB2010: 519 s -> 31 s, round 12)."""
         sparse = getattr(plan, "cap_flows", None) is not None  # a SparsePlan's caps
         if (plan.sharing != "priority" or not self.incremental
                 or (plan.rates_fixed and plan.backfill)
