@@ -100,10 +100,10 @@ def test_a_later_coflow_is_preempted_when_an_earlier_one_gets_its_turn():
     assert np.allclose(cct, [16.0, 24.0, 32.0], rtol=0, atol=1e-9)
 
 
-def quanta(kmax, sizes, reducers, coflows, rate):
-    """coflowsim_quanta on flows ``sizes`` (bytes) with ``reducers[f]`` their reducer
-    and ``coflows[r]`` each reducer's coflow; returns (quanta run, rem, left, alive,
-    reducers done, finished_at)."""
+def quanta_state(sizes, reducers, coflows, rate):
+    """``coflowsim_quanta``'s arguments after ``kmax`` for flows ``sizes`` (bytes) with
+    ``reducers[f]`` their reducer and ``coflows[r]`` each reducer's coflow, at ``rate``
+    (bits per CoflowSim's second): every reducer run."""
     red = np.asarray(reducers)
     n_red = red.max() + 1
     rem = np.asarray(sizes, dtype=np.float64)
@@ -115,10 +115,17 @@ def quanta(kmax, sizes, reducers, coflows, rate):
     unfinished = np.bincount(red_coflow)
     finished_at = np.zeros(len(unfinished), dtype=np.int64)
     ptr = np.searchsorted(red, np.arange(n_red + 1))
-    k = coflowsim_quanta(kmax, np.arange(n_red), ptr, np.arange(len(rem)), red_coflow,
-                         np.asarray(rate, dtype=np.float64), rem, alive, n_alive, left,
-                         done, unfinished, finished_at)
-    return k, rem, left, alive, done, finished_at
+    return (np.arange(n_red), ptr, np.arange(len(rem)), red_coflow,
+            np.asarray(rate, dtype=np.float64), rem, alive, n_alive, left, done, unfinished,
+            finished_at)
+
+
+def quanta(kmax, sizes, reducers, coflows, rate):
+    """coflowsim_quanta on :func:`quanta_state`; returns (quanta run, rem, left, alive,
+    reducers done, finished_at)."""
+    state = quanta_state(sizes, reducers, coflows, rate)
+    k = coflowsim_quanta(kmax, *state)
+    return k, state[5], state[8], state[6], state[9], state[11]
 
 
 def test_coflowsim_counts_bytes_quantum_by_quantum():
@@ -239,6 +246,21 @@ def test_quanta_run_ahead_equal_stepping_them_bit_for_bit(seed, kmax):
     assert coflowsim_quanta(kmax, *ours) == quanta_stepwise(kmax, *theirs)
     for a, b in zip(ours, theirs):
         assert np.array_equal(a, b)
+
+
+def test_quanta_with_a_rounding_tie_run_as_long_as_the_run():
+    """FB2010, prefix of 350 coflows: a flow at 0.0033 bit/s sends 13846.5 units of its
+    binade's spacing a quantum, a tie, so its quanta there are stepped one at a time
+    (2^21 bytes / 3.2e-6 bytes a quantum of them); another coflow finishes in the 24th
+    quantum. The run must stop there, as stepping does, without first stepping the slow
+    flow to its end (it did: hours)."""
+    k, rem, left, alive, done, fin = quanta(np.iinfo(np.int64).max,
+                                            [26267517.15583135, 24.0 * MB], [0, 1], [0, 1],
+                                            [0.003301262855529785, 2.0 ** 30])
+    theirs = quanta_state([26267517.15583135, 24.0 * MB], [0, 1], [0, 1],
+                          [0.003301262855529785, 2.0 ** 30])
+    assert quanta_stepwise(np.iinfo(np.int64).max, *theirs) == k == 24
+    assert fin.tolist() == [0, 24] and rem[0] == theirs[5][0]
 
 
 def test_java_random_matches_java():
