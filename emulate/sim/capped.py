@@ -1163,9 +1163,10 @@ class CappedEngine:
     plan to plan (see the module docstring).
 
     :meth:`plan` applies a plan's order and caps (False if the caps do not fit the
-    links and the plan backfills: the rescan takes that plan); :meth:`run` advances it. Anything else that
-    changes the flows in between (another engine's step) must call :meth:`invalidate`:
-    the next plan then rebuilds the pairs from the flows eligible at that time.
+    links and the plan backfills: the rescan takes that plan); :meth:`run` advances it.
+    Anything else that changes the flows in between (another engine's step) must call
+    :meth:`invalidate`: the next plan then rebuilds the pairs from the flows eligible at
+    that time.
     """
 
     def __init__(self, arrays, core_cap: np.ndarray):
