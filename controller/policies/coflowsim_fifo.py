@@ -62,7 +62,8 @@ but not equal: CoflowSim drops a flow with up to ``ZERO`` bytes left, and gives 
 receiver a few bit/s more than its rate when a reducer's running total drifts below the
 sum of its flows' bytes (float rounding over thousands of quanta), which the simulator
 does not; a flow here can so be a few bytes behind, and one CoflowSim has dropped keeps
-its last rate until it finishes.
+its last rate until it finishes, its coflow ranked first once CoflowSim has finished it
+(on FB2010 every completion is within one quantum of CoflowSim's).
 
 Equal to the reference's printed CCTs on random traces and on FB2010 (README "Beside
 the reference simulators").
