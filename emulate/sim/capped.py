@@ -1280,7 +1280,6 @@ class CappedEngine:
         (``Plan.rates_fixed``) its rates stay until the next plan; else a completion on
         a port where a flow is held below its cap frees room for it, and the engine
         applies the plan again there (:meth:`run`), as the rescan would."""
-        a = self.arrays
         core = read_only(core)
         mode = ("coflow" if coflow_order is not None else
                 "group" if groups is not None else "flow")
@@ -1289,10 +1288,8 @@ class CappedEngine:
                 (mode == "coflow" and self._reorder(coflow_order, core, eligible, left))
                 or (mode == "group" and self._regroup(order, groups, core)))):
             self._rebuild(mode, order, coflow_order, core, eligible, groups)
-        self.cval[self.cflows] = 0.0
-        self.cflows, self.caps = cflows, caps
-        self.caps_fit = _first_pass(cflows, caps, a.src, a.dst, core, self.core_cap,
-                                    a.ports, self.R, self.cval, backfill, self.clip)
+        self._core = core
+        self._first(cflows, caps, backfill)
         if not self.caps_fit:
             if backfill:
                 self.cflows = np.zeros(0, dtype=np.int64)
@@ -1301,20 +1298,24 @@ class CappedEngine:
                 self.clip[:] = False   # the rates stay until the next plan
         self.do_backfill = bool(backfill)
         self._old = old
-        self._core = core
         return True
+
+    def _first(self, cflows, caps, must_fit) -> None:
+        """The first pass over the capped flows ``cflows`` at ``caps``
+        (:func:`_first_pass`), the last pass's rates cleared first (it sets only the
+        rates it gives)."""
+        a = self.arrays
+        self.cval[self.cflows] = 0.0
+        self.cflows, self.caps = cflows, caps
+        self.caps_fit = _first_pass(cflows, caps, a.src, a.dst, self._core, self.core_cap,
+                                    a.ports, self.R, self.cval, must_fit, self.clip)
 
     def _refit(self, sim) -> None:
         """The first pass again over the capped flows still sending, after a completion
         on a port where a flow was held below its cap (the plan applied again; every
         sending flow is up to now)."""
-        a = self.arrays
         live = ~sim.done[self.cflows]
-        self.cflows, self.caps = self.cflows[live], self.caps[live]
-        self.cval[self.cflows] = 0.0   # (the first pass sets only the rates it gives)
-        self.caps_fit = _first_pass(self.cflows, self.caps, a.src, a.dst, self._core,
-                                    self.core_cap, a.ports, self.R, self.cval, False,
-                                    self.clip)
+        self._first(self.cflows[live], self.caps[live], False)
         self._old = self.hf[:self.nh].copy()
 
     def _rebuild(self, mode, order, coflow_order, core, eligible, groups=None) -> None:
