@@ -352,15 +352,16 @@ def _flow_ahead(x, bf, q):
 
 
 @numba.njit(cache=True)
-def _reducer_ahead(fl, rate, rem, alive, left, done, limit, to_done, fq, xf, write):
+def _reducer_ahead(fl, rate, rem, alive, left, done, limit, to_done, fq, xf, bq, write):
     """One reducer's quanta, up to ``limit`` ahead in CoflowSim's arithmetic (see above).
 
     ``fl``: its flows in CoflowSim's order, ``left`` its running total, ``done`` whether
     it has finished. With ``to_done`` it stops in the quantum in which it finishes.
     Scratch per flow: ``fq`` the quantum in which it drops (``limit + 1``: not within
     ``limit``; 0: dropped before), ``xf`` its bytes left at the start of that quantum,
-    or after ``limit`` quanta. With ``write`` the flows' ``rem`` and ``alive`` are
-    brought to the end of the run. Returns (the running total at the end, the quantum in
+    or after ``limit`` quanta, ``bq`` its bytes a quantum (``rate / 8 * 8 / 1024``).
+    With ``write`` the flows' ``rem`` and ``alive`` are brought to the end of the run.
+    Returns (the running total at the end, the quantum in
     which the reducer finished (0: it had, or not within the run), the quantum in which its
     last flow with a rate drops (0: none has a rate; ``limit + 1``: not within), flows
     left).
@@ -375,7 +376,8 @@ def _reducer_ahead(fl, rate, rem, alive, left, done, limit, to_done, fq, xf, wri
             fq[i] = 0
             continue
         live += 1
-        x, k = _flow_ahead(rem[f], rate[f] / 8 * step, limit)
+        bq[i] = rate[f] / 8 * step
+        x, k = _flow_ahead(rem[f], bq[i], limit)
         xf[i] = x
         fq[i] = k + 1 if k < limit else limit + 1
         if rate[f] > 0:
@@ -400,7 +402,7 @@ def _reducer_ahead(fl, rate, rem, alive, left, done, limit, to_done, fq, xf, wri
                 d = np.int64(0)
                 for i in range(n):
                     if fq[i] > cur:
-                        di = _nearest(rate[fl[i]] / 8 * step, u)
+                        di = _nearest(bq[i], u)
                         if di < 0:
                             d = np.int64(-1)
                             break
@@ -417,8 +419,7 @@ def _reducer_ahead(fl, rate, rem, alive, left, done, limit, to_done, fq, xf, wri
         for i in range(n):
             if fq[i] < q:
                 continue
-            f = fl[i]
-            b = rate[f] / 8 * step
+            b = bq[i]
             if fq[i] == q:
                 b = min(b, xf[i])
                 live -= 1
@@ -436,7 +437,7 @@ def _reducer_ahead(fl, rate, rem, alive, left, done, limit, to_done, fq, xf, wri
             if fq[i] == 0:
                 continue
             if fq[i] <= cur:
-                rem[f] = xf[i] - min(rate[f] / 8 * step, xf[i])
+                rem[f] = xf[i] - min(bq[i], xf[i])
                 alive[f] = False
             else:
                 rem[f] = xf[i]
@@ -473,6 +474,7 @@ def coflowsim_quanta(kmax, reds, red_ptr, red_flows, red_coflow, rate, rem, aliv
         width = max(width, red_ptr[r + 1] - red_ptr[r])
     fq = np.empty(width, dtype=np.int64)
     xf = np.empty(width)
+    bq = np.empty(width)
     count = np.zeros(unfinished.shape[0], dtype=np.int64)
     latest = np.zeros(unfinished.shape[0], dtype=np.int64)
     # looked for within a horizon 16 times longer each round: where a rounding is a tie
@@ -486,7 +488,7 @@ def coflowsim_quanta(kmax, reds, red_ptr, red_flows, red_coflow, rate, rem, aliv
         for r in reds:
             fl = red_flows[red_ptr[r]:red_ptr[r + 1]]
             _, fin, last, _ = _reducer_ahead(fl, rate, rem, alive, left[r], red_done[r],
-                                             limit, True, fq, xf, False)
+                                             limit, True, fq, xf, bq, False)
             moving = max(moving, last)
             if fin:
                 c = red_coflow[r]
@@ -503,7 +505,7 @@ def coflowsim_quanta(kmax, reds, red_ptr, red_flows, red_coflow, rate, rem, aliv
     for r in reds:
         fl = red_flows[red_ptr[r]:red_ptr[r + 1]]
         total, fin, _, live = _reducer_ahead(fl, rate, rem, alive, left[r], red_done[r],
-                                             stop, False, fq, xf, True)
+                                             stop, False, fq, xf, bq, True)
         left[r] = total
         n_alive[r] = live
         if fin:
