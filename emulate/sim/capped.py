@@ -73,8 +73,12 @@ import numba
 import numpy as np
 
 from controller.plan import NO_SLOT, ordered_flows
+from emulate.sim.indexing import no_wraparound
 from emulate.sim.matching import (COFLOW_DONE, EPS_BYTES, INL, SEG_FULL, STOP_TIME, STUCK,
                                   advance_flow, emit, joins_stop)
+
+# the kernels index with flows, pairs, ports and heap positions, never negative numbers
+no_wraparound(__name__)
 
 #: a first-pass rate this much below its cap means the caps do not fit the links
 CAP_SLACK = 1e-9

@@ -33,6 +33,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from emulate.sim.indexing import no_wraparound
+
+# the kernels index with flows, pairs, ports and heap positions, never negative numbers
+no_wraparound(__name__)
+
 #: jit options of the hot helpers that take arrays but allocate none: compiled without
 #: numba's reference-counting runtime, so a call costs no atomic reference counts. Numba's
 #: refcount pruning leaves those of helpers called (or inlined) in branching code (numba
