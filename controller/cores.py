@@ -11,6 +11,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from controller.indexing import no_wraparound
+
+# the kernels never index with a negative number
+no_wraparound(__name__)
+
 
 @numba.njit(cache=True)
 def _least_loaded(order, src, dst, load, pinned, out, cores, ports, core_rate):

@@ -54,7 +54,11 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from controller.indexing import no_wraparound
 from controller.model import FlowArrays, Workload
+
+# the kernels never index with a negative number
+no_wraparound(__name__)
 
 SHARINGS = ("priority", "fair")
 

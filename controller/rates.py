@@ -38,7 +38,11 @@ import heapq
 import numba
 import numpy as np
 
+from controller.indexing import no_wraparound
 from controller.plan import SHARINGS
+
+# the kernels never index with a negative number
+no_wraparound(__name__)
 
 __all__ = ["allocate", "byte_caps", "fair_rates", "priority_rates", "warm_up"]
 

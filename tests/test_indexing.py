@@ -1,6 +1,7 @@
 """The simulator's kernels compile their indexes without Python's negative wraparound
-(emulate/sim/indexing.py): only in the modules that ask for it, and never with a negative
+(controller/indexing.py): only in the modules that ask for it, and never with a negative
 index, which numba's bounds checks would report."""
+import importlib
 import os
 import subprocess
 import sys
@@ -9,16 +10,24 @@ import numba
 import numpy as np
 import pytest
 
-from emulate.sim import capped, matching  # noqa: F401 (they register themselves)
-from emulate.sim.indexing import mangled_prefix, no_wraparound, registered
+from controller.indexing import mangled_prefix, no_wraparound, registered
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def test_the_engines_modules_are_registered():
-    assert registered("emulate.sim.capped")
-    assert registered("emulate.sim.matching")
-    assert not registered("emulate.sim.fairshare")
+#: the modules whose kernels compile without the wraparound
+KERNELS = ("emulate.sim.capped", "emulate.sim.matching", "emulate.sim.fairshare",
+           "emulate.sim.flowsim", "controller.plan", "controller.cores", "controller.rates",
+           "controller.policies.portload", "controller.policies.sincronia",
+           "controller.policies.weaver", "controller.policies.lp_list",
+           "controller.policies.offline_madd", "controller.policies.coflowsim_fifo")
+
+
+def test_the_kernels_modules_are_registered():
+    for name in KERNELS:
+        importlib.import_module(name)
+        assert registered(name), name
+    assert not registered("controller.redundancy.speed")
 
 
 def test_the_mangled_prefix_is_numbas():
@@ -36,7 +45,7 @@ def test_only_registered_modules_lose_the_wraparound():
     # that is not: -1 is the last element in the second, out of bounds in the first
     code = (
         "import numba, numpy as np\n"
-        "from emulate.sim.indexing import no_wraparound\n"
+        "from controller.indexing import no_wraparound\n"
         "{register}"
         "@numba.njit(boundscheck=True)\n"
         "def at(a, i):\n"
@@ -56,21 +65,24 @@ def test_only_registered_modules_lose_the_wraparound():
 
 
 def test_the_engines_never_index_with_a_negative_number(tmp_path):
-    """Every engine on a prefix of FB2010 (releases at 0 and with arrivals, 1 and 2
-    cores), compiled afresh with numba's bounds checks: a negative index would raise."""
+    """Every engine and the policies' kernels on a prefix of FB2010 (releases at 0 and
+    with arrivals, 1 and 2 cores), compiled afresh with numba's bounds checks: a negative
+    index would raise. (The whole suite passed with ``NUMBA_BOUNDSCHECK=1`` too.)"""
     code = (
         "import numpy as np\n"
         "from emulate.io.traces import read_fb_trace\n"
         "from emulate.sim.flowsim import simulate\n"
         "from controller.policies import get_policy\n"
         "trace = {trace!r}\n"
-        "for zero in (True, False):\n"
+        "runs = [(zero, cores, name, {{}}) for zero in (True, False)\n"
+        "        for cores, names in ((1, ('sebf', 'fifo', 'aalo', 'fair', 'sincronia')),\n"
+        "                             (2, ('weaver', 'sebf', 'lp-coflow', 'lp-flow')))\n"
+        "        for name in names]\n"
+        "runs.append((False, 1, 'fifo', {{'allocation': 'coflowsim'}}))\n"
+        "for zero, cores, name, opts in runs:\n"
         "    kw = dict(zero_release=True, rate_bps=8 * 2**20) if zero else {{}}\n"
-        "    for cores, names in ((1, ('sebf', 'fifo', 'aalo')),\n"
-        "                         (2, ('weaver', 'sebf', 'lp-coflow'))):\n"
-        "        w = read_fb_trace(trace, limit=25, cores=cores, **kw)\n"
-        "        for p in names:\n"
-        "            simulate(w, get_policy(p), segments=True)\n"
+        "    w = read_fb_trace(trace, limit=25, cores=cores, **kw)\n"
+        "    simulate(w, get_policy(name, **opts), segments=True)\n"
         "print('ok')\n"
     ).format(trace=os.path.join(ROOT, "..", "shared", "traces", "FB2010-1Hr-150-0.txt"))
     env = {**os.environ, "NUMBA_BOUNDSCHECK": "1", "NUMBA_CACHE_DIR": str(tmp_path)}

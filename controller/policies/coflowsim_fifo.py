@@ -87,10 +87,14 @@ import math
 import numba
 import numpy as np
 
+from controller.indexing import no_wraparound
 from controller.model import Coflow, Workload
 from controller.plan import Plan, State
 from controller.policies.portload import index_for, ordered_plan
 from topologies.fabric import Fabric
+
+# the kernels never index with a negative number
+no_wraparound(__name__)
 
 MB = 1048576
 #: CoflowSim's constants: its port rate (bits per its second), its second in trace

@@ -59,11 +59,15 @@ from typing import ClassVar
 import numba
 import numpy as np
 
+from controller.indexing import no_wraparound
 from controller.lp.coflow import OBJECTIVES, identical_rate, solve_coflow_lp, solve_flow_lp
 from controller.lp.result import LPResult
 from controller.model import Workload
 from controller.plan import Plan, State
 from controller.policies.base import Policy, PolicyError, register
+
+# the kernels never index with a negative number
+no_wraparound(__name__)
 
 __all__ = ["ALGORITHMS", "MODES", "ListSchedule", "lp_list_schedule", "flow_list_order",
            "coflow_list_order", "assign_cores_by_flow", "assign_cores_by_coflow",

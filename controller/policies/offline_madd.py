@@ -39,6 +39,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from controller.indexing import no_wraparound
+
+# the kernels never index with a negative number
+no_wraparound(__name__)
+
 #: the reference's thresholds, in its units (one port = 1 MB per time unit): bandwidth
 #: below ``BW_EPS`` of a port's capacity is none; a flow with at most ``SIZE_EPS`` MB left
 #: (one byte) is finished

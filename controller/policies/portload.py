@@ -22,7 +22,11 @@ import numba
 import numpy as np
 
 from controller.cores import least_loaded_cores
+from controller.indexing import no_wraparound
 from controller.plan import CoflowPlan, State, coflow_order_plan, single_core
+
+# the kernels never index with a negative number
+no_wraparound(__name__)
 
 
 # ----------------------------------------------------------------------------- kernels

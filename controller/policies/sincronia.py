@@ -40,9 +40,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from controller.indexing import no_wraparound
 from controller.plan import Plan, State
 from controller.policies.base import Policy, register
 from controller.policies.portload import coflow_priority_plan, index_for
+
+# the kernels never index with a negative number
+no_wraparound(__name__)
 
 
 @numba.njit(cache=True)

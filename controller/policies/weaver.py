@@ -44,10 +44,14 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from controller.indexing import no_wraparound
 from controller.plan import FlowOrderPlan, Plan, State
 from controller.policies.base import Policy, register
 from controller.policies.portload import index_for, madd_cap_flows, tie_groups
 from controller.policies.sebf import one_core_plan
+
+# the kernels never index with a negative number
+no_wraparound(__name__)
 
 
 @numba.njit(cache=True)

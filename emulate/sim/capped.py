@@ -72,8 +72,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from controller.indexing import no_wraparound
 from controller.plan import NO_SLOT, ordered_flows
-from emulate.sim.indexing import no_wraparound
 from emulate.sim.matching import (COFLOW_DONE, EPS_BYTES, INL, SEG_FULL, STOP_TIME, STUCK,
                                   advance_flow, emit, joins_stop)
 

@@ -49,8 +49,12 @@ from collections import namedtuple
 import numba
 import numpy as np
 
+from controller.indexing import no_wraparound
 from emulate.sim.matching import (COFLOW_DONE, EPS_BYTES, INL, LEAF, SEG_FULL, STOP_TIME,
                                   STUCK, emit, next_event, pair_lists, set_rate)
+
+# the kernels never index with a negative number
+no_wraparound(__name__)
 
 #: ports of the previous order each step of a filling chooses among
 WINDOW = 8

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from controller.indexing import no_wraparound
 from controller.lifecycle import CoflowLifecycle
 from controller.model import Workload
 from controller.plan import PlanError, State
@@ -53,6 +54,9 @@ from emulate.sim.matching import (BYTE_LIMIT as _BYTE_LIMIT, COFLOW_DONE as _COF
                                   STUCK as _STUCK, advance_flow, byte_limit_dt, emit,
                                   next_event, NO_KEY, drop_passed, matching_pairs, rekey_pairs,
                                   run_matching, set_rate)
+
+# the kernels never index with a negative number
+no_wraparound(__name__)
 
 
 @numba.njit(cache=True)

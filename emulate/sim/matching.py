@@ -33,7 +33,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from emulate.sim.indexing import no_wraparound
+from controller.indexing import no_wraparound
 
 # the kernels index with flows, pairs, ports and heap positions, never negative numbers
 no_wraparound(__name__)

@@ -1,13 +1,13 @@
-"""Array indexes in the simulator's kernels, without Python's negative wraparound.
+"""Array indexes in compiled kernels, without Python's negative wraparound.
 
 In Python ``a[-1]`` is the last element, and numba keeps that meaning for every index of
 a signed integer type: each ``a[i]`` compiles to ``a[i + (i < 0) * len(a)]``, unless LLVM
-proves ``i >= 0`` (an index from a ``range``, for one). The engines' indexes are flows,
-pairs, ports and heap positions read from other arrays, which it cannot prove; and their
-kernels take dozens of arrays, so each array's length lives on the stack and every index
-reads one. The kernels never index with a negative number, so that work is wasted: sebf on
-FB2010 with every release at 0 took 15 % less CPU without it (docs/simulator-speed.md,
-round 13), the same completions to the last bit.
+proves ``i >= 0`` (an index from a ``range``, for one). The simulator's and the policies'
+indexes are flows, pairs, ports, coflows and heap positions read from other arrays, which
+it cannot prove; and the engines' kernels take dozens of arrays, so each array's length
+lives on the stack and every index reads one. The kernels never index with a negative
+number, so that work is wasted: sebf on FB2010 with every release at 0 took 15 % less CPU
+without it (docs/simulator-speed.md, round 13), the same completions to the last bit.
 
 Numba has no option to leave it out ("the compiler always adds it", numba issue #1533);
 an unsigned index skips it (numba PR #929), but numba's arithmetic turns a mix of signed
