@@ -25,8 +25,10 @@ from __future__ import annotations
 import numba.np.arrayobj as _arrayobj
 from numba.core import types
 
-#: numba's own ``fix_integer_index``, used for every function not registered
-_NUMBA_FIX = getattr(_arrayobj.fix_integer_index, "numba_fix", _arrayobj.fix_integer_index)
+#: numba's own ``fix_integer_index``, used for every function not registered (None if a
+#: numba release renamed it: then nothing changes, and tests/test_indexing.py fails)
+_NUMBA_FIX = getattr(_arrayobj, "fix_integer_index", None)
+_NUMBA_FIX = getattr(_NUMBA_FIX, "numba_fix", _NUMBA_FIX)   # (this module reloaded)
 
 #: mangled-name prefixes of the registered modules' functions
 _PREFIXES: tuple[str, ...] = ()
@@ -53,7 +55,8 @@ def no_wraparound(module: str) -> None:
     global _PREFIXES
     if mangled_prefix(module) not in _PREFIXES:
         _PREFIXES += (mangled_prefix(module),)
-    _arrayobj.fix_integer_index = _fix_integer_index
+    if _NUMBA_FIX is not None:
+        _arrayobj.fix_integer_index = _fix_integer_index
 
 
 def registered(module: str) -> bool:

@@ -9,6 +9,7 @@ import sys
 import numba
 import numpy as np
 import pytest
+from numba.core.itanium_mangler import mangle_identifier
 
 from controller.indexing import mangled_prefix, no_wraparound, registered
 
@@ -27,6 +28,8 @@ def test_the_kernels_modules_are_registered():
     for name in KERNELS:
         importlib.import_module(name)
         assert registered(name), name
+        # the prefix of the names numba's own mangler gives the module's functions
+        assert ("_Z" + mangle_identifier(name + ".f")).startswith(mangled_prefix(name))
     assert not registered("controller.redundancy.speed")
 
 
