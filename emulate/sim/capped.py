@@ -984,7 +984,7 @@ def _heapify(rate, hk, hf, hpos, nh):
 
 
 @numba.njit(**KERNEL)
-def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, rem, rate,
+def _events(t, stop_time, do_backfill, coflow, size, core, core_cap, rem, rate,
             done, pinned, flow_completion, left, sent, coflow_completion, record, seg_start,
             seg_flow, seg_core, seg_t0, seg_t1, seg_rate, n_seg, D, dpair, core_of, pool,
             pbeg, pend, fkey, hkey, pin, pout, qbase, qpo, qkey, qlen, cval, R,
@@ -997,8 +997,6 @@ def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, r
     record is full: call again after growing it). Returns ``(t, reason, n_seg, events,
     nh, n_live, nchg)``."""
     npairs = pin.shape[0]
-    nport = R.shape[0] // 2
-    ports = nport // core_cap.shape[0]
     seg_cap = seg_flow.shape[0]
     events = 0
     nt = 0
@@ -1043,10 +1041,9 @@ def _events(t, stop_time, do_backfill, src, dst, coflow, size, core, core_cap, r
                 n_live -= 1
                 freed = True
                 coflow_done = coflow_done or (cd and stops[coflow[f]])
-                h = core[f] * ports
-                refit = refit or clip[h + src[f]] or clip[nport + h + dst[f]]
                 e, k, nk = _unlink(f, D, dpair, core_of, pool, pbeg, pend, fkey, hkey,
                                    pin, pout, qbase, qpo, qkey, qlen)
+                refit = refit or clip[pin[e]] or clip[pout[e]]   # its pair's two ports
                 c = cval[f]
                 cval[f] = 0.0
                 if do_backfill:
@@ -1420,7 +1417,7 @@ class CappedEngine:
             if self._old is not None:
                 self._start(sim)
             t, reason, sim.n_seg, ev, self.nh, self.n_live, self.nchg = _events(
-                sim.t, stop, self.do_backfill, a.src, a.dst, a.coflow, a.size, core,
+                sim.t, stop, self.do_backfill, a.coflow, a.size, core,
                 sim.core_cap, sim.rem, sim.rate, sim.done, sim.pinned, sim.flow_completion,
                 life.left, sim.sent, life.completion, sim.record, sim.seg_start, *sim._seg,
                 sim.n_seg, self.D, self.dpair, self.core_of, self.pool, self.pbeg,
