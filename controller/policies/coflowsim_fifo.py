@@ -601,8 +601,8 @@ class CoflowSimAllocation:
         # bytes behind, see below) go first: ranked in their FIFO place, behind coflows
         # that fill a port, they would wait for them (FB2010: coflow 362, 2e-6 bytes
         # short at 1945.64 s, waited 24 s on port 26)
-        gone = self._unfinished[live] == 0
-        live = np.concatenate([live[gone], live[~gone]])
+        over = self._unfinished[live] == 0
+        live = np.concatenate([live[over], live[~over]])
         plan, eflows, _ = ordered_plan(state, idx, live, backfill=False)
         cap = np.zeros(a.n_flows)
         cap[flows] = rate
