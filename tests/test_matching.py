@@ -172,3 +172,18 @@ def test_no_byte_limit_is_reached_before_the_scan_s_clear_time(n_ports, n_coflow
     tl2 = np.full(n_ports, t2)
     out2, _ = _limit_time(t2, n_ports, owner2, tl2, *args, sent2, ctot, cpend, seen)
     assert out2 > t2
+
+
+def test_a_limit_crossing_closer_than_half_an_ulp_comes_an_ulp_later():
+    """At 1e5 s an ulp is 1.5e-11 s: a coflow sending 9e9 bytes/s 0.04 bytes short of its
+    limit crosses it in less than half an ulp, which would round to now (where no byte
+    moves). The crossing is the next representable time, where the limit is reached."""
+    t, rate, limit = 1e5, 9e9, np.array([10.0 * 2**20])
+    sent = limit - 0.04
+    owner, tl = np.zeros(1, dtype=np.int64), np.array([t])
+    out, clear = _limit_time(t, 1, owner, tl, np.array([rate]), np.zeros(1, dtype=np.int64),
+                             limit, sent, np.zeros(1), np.zeros(1),
+                             np.empty(1, dtype=np.int64))
+    assert t + 0.04 / rate == t and clear == t
+    assert out == np.nextafter(t, np.inf)
+    assert sent[0] + rate * (out - t) >= limit[0] * (1 - 1e-12)

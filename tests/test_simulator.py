@@ -1109,3 +1109,30 @@ def test_aalo_rekeys_instead_of_rebuilding_with_releases_at_zero(monkeypatch):
     assert len(built) == 1 and len(rekeyed) > 0
     ref = Simulator(w, _aalo(), incremental=False).run()
     assert close(r.coflow_completion, ref.coflow_completion)
+
+
+@pytest.mark.parametrize("t0", [1e5, 1e5 + 0.37, 1e5 + 0.74, 3e5])
+def test_aalo_late_in_a_long_run_moves_past_a_limit_closer_than_half_an_ulp(t0):
+    """Late in a run an ulp of the time is long: at 1e5 s 1.5e-11 s, in which nine flows
+    at 8 Gbit/s send 0.13 bytes. A coflow short of its threshold by less than half that
+    (and by more than aalo's 1e-9 slack) crossed it at a time that rounded to now: the
+    matching stopped there for the limit, no byte moved, aalo kept the coflow in its
+    queue, and the run never ended (FB2010 repeated four times in time, at t = 8381 s).
+    The crossing is an ulp later at least; the run ends as the rescan's does."""
+    n, size = 9, 20 * 2**20
+    a = Coflow("a", tuple(Flow(i, n + i, size) for i in range(n)), release=t0)
+    # released when a, alone until then, crosses 10 MiB: a plan there
+    b = Coflow("b", (Flow(2 * n, 2 * n + 1, 1000.0),), release=t0 + 10 * 2**20 / (n * 1e9))
+    w = w_of([a, b], ports=2 * n + 2, rate=8e9)
+    sim = Simulator(w, get_policy("aalo"), segments=True)
+    sim._through = True
+    sim.start()
+    for _ in range(100):
+        if sim.finished:
+            break
+        sim.step()
+    assert sim.finished, f"still at t={sim.t!r} after 100 plans"
+    r = sim.result()
+    verify(w, r)
+    ref = Simulator(w, get_policy("aalo"), incremental=False).run()
+    assert close(r.coflow_completion, ref.coflow_completion, rel=1e-12)

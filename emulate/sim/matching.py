@@ -778,12 +778,13 @@ LIMIT_CLEAR = 1e-9
 
 @numba.njit(**INL)
 def _limit_time(t, nport, owner, tl, orate, ocof, byte_limit, sent, ctot, cpend, seen):
-    """``(when, clear)``: the earliest time (``t`` or after) at which a coflow with a byte
-    limit reaches it (to 1e-12 of it), given the sending flows (the holders of the input
-    ports, whose bytes since ``tl`` of their port are not in ``sent`` yet; their rates
-    and coflows are ``orate`` and ``ocof`` of the port, read there rather than at random
-    in the arrays of every flow), inf if none will; and the time at which the first of
-    them comes within :data:`LIMIT_CLEAR` of its limit (``t`` if one is already).
+    """``(when, clear)``: the earliest time (``t`` if one has, else at least the next
+    representable time) at which a coflow with a byte limit reaches it (to 1e-12 of it),
+    given the sending flows (the holders of the input ports, whose bytes since ``tl`` of
+    their port are not in ``sent`` yet; their rates and coflows are ``orate`` and
+    ``ocof`` of the port, read there rather than at random in the arrays of every flow),
+    inf if none will; and the time at which the first of them comes within
+    :data:`LIMIT_CLEAR` of its limit (``t`` if one is already).
 
     Before ``clear``, with these flows or some of them sending, no coflow is within that
     margin of its limit: a scan then finds no limit reached, whatever order its sums
@@ -808,7 +809,11 @@ def _limit_time(t, nport, owner, tl, orate, ocof, byte_limit, sent, ctot, cpend,
             if s >= byte_limit[k] * (1 - 1e-12):
                 out = t
             else:
-                out = min(out, t + (byte_limit[k] - s) / ctot[k])
+                # (at least the next representable time: late in a long run a crossing
+                # less than half an ulp of ``t`` away rounds to ``t``, where no byte moves,
+                # and the run would stop there for the limit again and again)
+                u = t + (byte_limit[k] - s) / ctot[k]
+                out = min(out, max(u, np.nextafter(t, np.inf)))
             near = byte_limit[k] - (LIMIT_CLEAR * byte_limit[k] + EPS_BYTES)
             clear = min(clear, t + max(near - s, 0.0) / ctot[k])
             ctot[k] = 0.0
