@@ -90,20 +90,25 @@ class Plan:
     def flow_order(self, state: "State", flows: np.ndarray | None = None) -> np.ndarray:
         """``flows`` (default: the eligible ones) sorted by rank, ties by flow index
         (by index alone under fair sharing, which ranks do not order)."""
+        by_coflow = (self.sharing != "fair" and self.coflow_order is not None
+                     and len(self.coflow_order))
         want = None
         if flows is None:
-            flows = np.flatnonzero(state.eligible)
             want = state.eligible
+            if not by_coflow:
+                flows = np.flatnonzero(want)
         if self.sharing == "fair":
             return flows if want is not None else np.sort(flows)
-        if self.coflow_order is not None and len(self.coflow_order):
+        if by_coflow:
             a = state.arrays
             if want is None:
                 want = np.zeros(a.n_flows, dtype=np.bool_)
                 want[flows] = True
             head = ordered_flows(self.coflow_order, a.coflow_ptr, a.coflow_flows, want,
                                  NO_SLOT, -1)
-            if len(head) == len(flows):
+            # (the eligible flows counted, not listed: a list of them is a pass over
+            # every flow of the workload at every plan, which grows with the trace)
+            if len(head) == (np.count_nonzero(want) if flows is None else len(flows)):
                 return head
             want = want.copy()
             want[head] = False

@@ -546,8 +546,9 @@ class Simulator:
         head = pairs[3].copy()  # a pair's flows between these and its new head finish
         while True:
             if n_pend < 0:
-                # (every sending flow is in the order: step stopped the others)
-                prev_running = np.flatnonzero(self.rate > 0)
+                # every sending flow is in the order (_advance_other stopped the others):
+                # found there, not in a pass over every flow of the workload at every plan
+                prev_running = np.sort(order[self.rate[order] > 0])
             else:  # the matching's flows are the sending ones
                 prev_running = np.sort(owner[:nport][owner[:nport] >= 0])
             t, reason, self.n_seg, ev, n_pend = run_matching(
