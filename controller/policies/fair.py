@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from controller.cores import least_loaded_cores
-from controller.plan import Plan, State
+from controller.plan import Plan, State, single_core
 from controller.policies.base import Policy, PolicyError, register
 
 CORE_RULES = ("balanced", "ecmp")
@@ -53,19 +53,19 @@ class Fair(Policy):
         super().start(workload)
         self._ecmp = ecmp_core(workload.arrays) if self.cores == "ecmp" else None
         n = workload.arrays.n_flows
-        # all-zero cores (single core) and ranks, and the unit loads of the balanced
-        # rule (several cores only), shared by every plan: engines and the rule only read
-        self._zero_core, self._zero_rank = np.zeros(n, dtype=np.int64), np.zeros(n)
+        # all-zero ranks, and the unit loads of the balanced rule (several cores only),
+        # shared by every plan: engines and the rule only read
+        self._zero_rank = np.zeros(n)
         balanced = workload.arrays.cores > 1 and self.cores == "balanced"
         self._ones = np.ones(n) if balanced else None
-        for x in (self._zero_core, self._zero_rank, self._ones):
+        for x in (self._zero_rank, self._ones):
             if x is not None:
                 x.flags.writeable = False
 
     def plan(self, state: State) -> Plan:
         a = state.arrays
         if a.cores == 1:
-            core = self._zero_core
+            core = single_core(a)   # (the shared zeros: validated without a pass)
         elif self.cores == "ecmp":
             core = np.where(state.core >= 0, state.core, self._ecmp)
         else:
