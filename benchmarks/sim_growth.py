@@ -13,13 +13,21 @@ run, divided by ``k`` (1.00 = linear; above 1, superlinear), and the load averag
 at the end of each process. On a shared machine the user
 CPU is the steadier of the two times.
 
+``--in-time`` repeats the trace in time instead: copy ``i`` on the same 150 ports, its
+arrivals ``i`` times the trace's span later (the last arrival plus a minute: 61.5 min for
+FB2010), as a trace ``k`` hours long would be. Then the flows and the plans grow ``k``
+times and the flows sending at once do not: what grows faster than ``k`` is work per plan
+in proportion to the whole workload (a pass over every flow at every plan, which made
+``sincronia`` 2.3x linear at 10x and ``aalo`` never end, before 2026-11-29), not the
+memory hierarchy.
+
 ``--cores 2,4`` runs the same on parallel cores (each copy's ports keep ``m`` cores).
 ``--before DIR`` runs every process a second time, right after, on the code checked out
 in ``DIR`` (e.g. ``git archive main | tar -x -C DIR``; the same interpreter with ``DIR``
 first on ``PYTHONPATH``) and prints its row and the ratios of this code's user CPU and
 simulation time to that code's, in the same run.
 
-Usage: ``python benchmarks/sim_growth.py [--trace PATH] [--tiles 1,4,10]
+Usage: ``python benchmarks/sim_growth.py [--trace PATH] [--tiles 1,4,10] [--in-time]
 [--policies sebf,sincronia,fifo,fair] [--cores 1] [--before DIR]``
 """
 from __future__ import annotations
@@ -66,6 +74,24 @@ def tile_trace(path: str, k: int, out: str) -> int:
     return len(rows)
 
 
+def repeat_trace(path: str, k: int, out: str) -> int:
+    """Write ``path`` (FB benchmark format) repeated ``k`` times in time to ``out``: copy
+    ``i`` on the same ports, its arrivals ``i * (last arrival + 60 s)`` later; returns
+    the number of coflows."""
+    with open(path) as fh:
+        lines = [ln for ln in fh.read().splitlines() if ln.split()]
+    ports = int(lines[0].split()[0])
+    rows = [ln.split() for ln in lines[1:]]
+    span = max(int(r[1]) for r in rows) + 60_000   # (arrivals in ms)
+    with open(out, "w") as fh:
+        fh.write(f"{ports} {k * len(rows)}\n")
+        for i in range(k):
+            for r in rows:
+                fh.write(" ".join([f"{r[0]}-{i}" if k > 1 else r[0], str(int(r[1]) + i * span),
+                                   *r[2:]]) + "\n")
+    return k * len(rows)
+
+
 def run(trace: str, policy: str, cores: int, code: str | None = None) -> dict:
     """One whole ``coflowemu run`` process: wall, user CPU, peak RSS (bytes), sim time;
     ``code``: a checkout to import the project from instead of this one."""
@@ -95,6 +121,8 @@ def main() -> None:
     ap.add_argument("--tiles", default="1,4,10")
     ap.add_argument("--policies", default="sebf,sincronia,fifo,fair")
     ap.add_argument("--cores", default="1", help="comma-separated m values")
+    ap.add_argument("--in-time", action="store_true",
+                    help="copies one after another in time on the same ports")
     ap.add_argument("--before", metavar="DIR",
                     help="a checkout of the code to compare with, run in the same run")
     args = ap.parse_args()
@@ -109,9 +137,10 @@ def main() -> None:
         paths = {}
         for k in tiles:
             paths[k] = os.path.join(tmp, f"tiled-{k}.txt")
-            tile_trace(args.trace, k, paths[k])
+            (repeat_trace if args.in_time else tile_trace)(args.trace, k, paths[k])
         for m in (int(x) for x in args.cores.split(",")):
-            print(f"\nFB2010 tiled, with its arrivals, {m} core(s); whole processes, one "
+            how = "repeated in time" if args.in_time else "tiled on disjoint ports"
+            print(f"\nFB2010 {how}, with its arrivals, {m} core(s); whole processes, one "
                   f"each, same run; growth = (figure at k / figure at 1) / k", flush=True)
             print(f"{'policy':<10}{'k':>3}{'flows':>10}{'wall s':>8}{'user s':>8}"
                   f"{'sim s':>8}{'peak MB':>9}{'B/flow':>8}{'us/flow':>8}"

@@ -106,9 +106,17 @@ class Plan:
                 want[flows] = True
             head = ordered_flows(self.coflow_order, a.coflow_ptr, a.coflow_flows, want,
                                  NO_SLOT, -1)
-            # (the eligible flows counted, not listed: a list of them is a pass over
-            # every flow of the workload at every plan, which grows with the trace)
-            if len(head) == (np.count_nonzero(want) if flows is None else len(flows)):
+            if flows is None:
+                # every eligible flow is in a coflow that is ready and not done (and each
+                # such coflow has one): the order's flows are all of them if it lists
+                # every such coflow (checked per coflow; listing or counting the eligible
+                # flows is a pass over every flow of the workload at every plan)
+                listed = np.zeros(a.n_coflows, dtype=np.bool_)
+                listed[self.coflow_order] = True
+                every = bool(listed[state.ready & ~state.done].all())
+            else:
+                every = len(head) == len(flows)
+            if every:
                 return head
             want = want.copy()
             want[head] = False
