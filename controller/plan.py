@@ -96,7 +96,7 @@ class Plan:
         if flows is None:
             want = state.eligible
             if not by_coflow:
-                flows = np.flatnonzero(want)
+                flows = state.eligible_flows()
         if self.sharing == "fair":
             return flows if want is not None else np.sort(flows)
         if by_coflow:
@@ -146,7 +146,7 @@ class Plan:
         a = state.arrays
         if a.cores == 1 and (self.core is single_core(a) or not self.core.any()):
             return  # every flow on the one core (where any flow that sent is pinned)
-        bad, f = _check_cores(self.core, np.flatnonzero(state.eligible), state.core,
+        bad, f = _check_cores(self.core, state.eligible_flows(), state.core,
                               state.flow_done, a.cores)
         if bad:
             raise PlanError(f"plan.core must be in 0..{a.cores - 1} for every eligible flow")
@@ -262,6 +262,15 @@ class State:
     def active_coflows(self) -> np.ndarray:
         """Indices of coflows that are ready and not done."""
         return np.flatnonzero(self.ready & ~self.done)
+
+    def eligible_flows(self) -> np.ndarray:
+        """The eligible flows, by index (``np.flatnonzero(eligible)``), gathered from the
+        ready coflows not done, where every eligible flow is: in proportion to their
+        flows, not a pass over every flow of the workload (at every plan, a cost that a
+        longer trace multiplies)."""
+        a = self.arrays
+        return np.sort(ordered_flows(self.active_coflows, a.coflow_ptr, a.coflow_flows,
+                                     self.eligible, NO_SLOT, -1))
 
     @property
     def known_coflows(self) -> np.ndarray:

@@ -69,7 +69,7 @@ class Fair(Policy):
         elif self.cores == "ecmp":
             core = np.where(state.core >= 0, state.core, self._ecmp)
         else:
-            flows = np.flatnonzero(state.eligible)
+            flows = state.eligible_flows()
             core = least_loaded_cores(a, flows, self._ones, state.core,
                                       state.workload.fabric.rates)
         # every eligible flow sends at once: at a completion the plan is this one less the

@@ -574,7 +574,11 @@ class Simulator:
         if self._fair is None:
             return None
         core, state = self._fair
-        if np.count_nonzero(self.lifecycle.eligible) != fairshare.live_flows(state):
+        life = self.lifecycle
+        # (the eligible flows counted per coflow: each ready coflow not done has its
+        # flows left eligible)
+        live = int(life.left[life.ready & ~life.done].sum())
+        if live != fairshare.live_flows(state):
             return None
         if (self.arrays.cores > 1 and plan.core is not core
                 and not _same_cores(self._order, self.done, core, plan.core)):
