@@ -111,6 +111,9 @@ def check_state(w, s, last_time):
         else:
             assert np.isnan(s.completion[k]), f"{where}: completion[{c.id}] while running"
     assert np.array_equal(s.eligible, s.ready[of] & ~s.flow_done), f"{where}: eligible"
+    # (gathered from the ready coflows not done, which the line above makes every one)
+    assert np.array_equal(s.eligible_flows(), np.flatnonzero(s.eligible)), \
+        f"{where}: eligible_flows"
 
 
 # --------------------------------------------------------------------------- instances
