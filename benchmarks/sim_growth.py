@@ -18,7 +18,7 @@ arrivals ``i`` times the trace's span later (the last arrival plus a minute: 61.
 FB2010), as a trace ``k`` hours long would be. Then the flows and the plans grow ``k``
 times and the flows sending at once do not: what grows faster than ``k`` is work per plan
 in proportion to the whole workload (a pass over every flow at every plan, which made
-``sincronia`` 2.3x linear at 10x and ``aalo`` never end, before 2026-11-29), not the
+``sincronia`` 1.9x linear at 10x and ``aalo`` never end, before 2026-11-29), not the
 memory hierarchy.
 
 ``--cores 2,4`` runs the same on parallel cores (each copy's ports keep ``m`` cores).
