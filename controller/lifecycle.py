@@ -163,6 +163,12 @@ class CoflowLifecycle:
             self.on_complete(int(k), t)
         return list(succ)
 
+    @property
+    def n_eligible(self) -> int:
+        """How many flows are eligible, counted per coflow (a ready coflow not done has
+        its flows left eligible): no pass over every flow of the workload."""
+        return int(self.left[self.ready & ~self.done].sum())
+
     def finish_flow(self, f: int, t: float) -> bool:
         """Flow ``f`` sent its last byte at ``t``; returns whether its coflow completed."""
         self.eligible[f] = False

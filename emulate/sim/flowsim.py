@@ -513,7 +513,7 @@ class Simulator:
         eligible flows then, and only its flows have finished since."""
         life = self.lifecycle
         live = len(self._order) - (self._left_at_order - int(life.left.sum()))
-        return int(life.left[life.ready].sum()) == live
+        return life.n_eligible == live
 
     def _set_stops(self, plan, caps_fit: bool = True) -> None:
         """The completions that end the incremental kernels' runs under ``plan``: only
@@ -574,11 +574,7 @@ class Simulator:
         if self._fair is None:
             return None
         core, state = self._fair
-        life = self.lifecycle
-        # (the eligible flows counted per coflow: each ready coflow not done has its
-        # flows left eligible)
-        live = int(life.left[life.ready & ~life.done].sum())
-        if live != fairshare.live_flows(state):
+        if self.lifecycle.n_eligible != fairshare.live_flows(state):
             return None
         if (self.arrays.cores > 1 and plan.core is not core
                 and not _same_cores(self._order, self.done, core, plan.core)):
