@@ -19,12 +19,13 @@ no_wraparound(__name__)
 
 @numba.njit(cache=True)
 def _least_loaded(order, src, dst, load, pinned, out, cores, ports, core_rate):
-    """The rule for the flows of ``order`` not pinned (``pinned`` -1), written to ``out``."""
+    """The rule for the flows of ``order``, written to ``out`` (a pinned flow's pin)."""
     lin = np.zeros((cores, ports))
     lout = np.zeros((cores, ports))
     for n in range(order.shape[0]):
         f = order[n]
         if pinned[f] >= 0:
+            out[f] = pinned[f]
             lin[pinned[f], src[f]] += load[f]
             lout[pinned[f], dst[f]] += load[f]
     for n in range(order.shape[0]):
@@ -45,15 +46,14 @@ def _least_loaded(order, src, dst, load, pinned, out, cores, ports, core_rate):
 
 
 def least_loaded_cores(arrays, order: np.ndarray, load: np.ndarray, pinned: np.ndarray,
-                       core_rates) -> np.ndarray:
+                       core_rates, out: np.ndarray | None = None) -> np.ndarray:
     """Core per flow by the least-loaded-ports rule (see the module docstring).
 
     Parameters
     ----------
     arrays : FlowArrays
     order : int array
-        Flows in priority order (only these are assigned; the others keep ``pinned``,
-        or core 0 where it is -1).
+        Flows in priority order (only these are assigned).
     load : float array per flow
         Bytes each flow puts on its ports (usually the remaining bytes).
     pinned : int array per flow
@@ -61,21 +61,41 @@ def least_loaded_cores(arrays, order: np.ndarray, load: np.ndarray, pinned: np.n
     core_rates : sequence of float
         Rate of each core; loads are compared in time (bytes / rate), which for identical
         cores is the plain sum of the paper.
+    out : int64 array per flow, optional
+        Written for the flows of ``order`` only and returned: a policy's
+        :func:`plan_cores`, reused plan after plan, so that a plan costs O(len(order))
+        rather than a new array of every flow (at every plan, a pass and, above 32 MiB,
+        a page fault per 4 KiB page). Without it, a new array whose other flows keep
+        ``pinned``, or core 0 where it is -1.
 
     Returns
     -------
-    int64 array per flow, a plan's ``core``: ``pinned`` where a flow is pinned, the rule's
-    core for the others in ``order``, core 0 for the rest (flows the plan does not
-    serve).
+    int64 array per flow, a plan's ``core``: ``pinned`` for the pinned flows of
+    ``order``, the rule's core for its others.
     """
     rates = np.asarray(core_rates, dtype=np.float64)
-    # one pass over every flow: the copy (numpy's: a per-flow array allocated in a
-    # kernel is not given huge pages, and above 32 MiB each of its 4 KiB pages is a
-    # fault at every plan) with the unpinned flows on core 0
     pinned = np.asarray(pinned, dtype=np.int64)
-    out = np.maximum(pinned, 0)
-    if len(rates) > 1:
-        _least_loaded(np.asarray(order, dtype=np.int64), arrays.src, arrays.dst,
-                      np.asarray(load, dtype=np.float64), pinned, out, len(rates),
-                      arrays.ports, rates / rates.max())
-    return out
+    order = np.asarray(order, dtype=np.int64)
+    if out is None:
+        out = np.maximum(pinned, 0)  # (numpy's copy: the pass the buffer avoids)
+    if len(rates) == 1:
+        out[order] = 0
+        return out
+    return _least_loaded(order, arrays.src, arrays.dst, np.asarray(load, dtype=np.float64),
+                         pinned, out, len(rates), arrays.ports, rates / rates.max())
+
+
+def plan_cores(owner, arrays) -> np.ndarray:
+    """``owner``'s array of plan cores for ``arrays`` (int64 per flow, made on first use),
+    which its plans reuse: each plan writes the cores of the flows it serves (every
+    eligible flow) and leaves the others as the last plan that served them wrote them.
+
+    The engines hold a plan's ``core`` only while it is the current plan, and remember
+    the cores a state they keep was built with (:func:`emulate.sim.flowsim.kept_cores`),
+    so writing the next plan's in place is safe. Kept per ``arrays`` (a policy may plan
+    for several workloads, one after another)."""
+    held = owner.__dict__.get("_plan_cores")
+    if held is None or held[0] is not arrays:
+        held = (arrays, np.zeros(arrays.n_flows, dtype=np.int64))
+        owner.__dict__["_plan_cores"] = held
+    return held[1]

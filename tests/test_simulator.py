@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from controller.model import Coflow, Flow, Workload
-from controller.plan import Plan
+from controller.plan import Plan, coflow_order_plan
 from controller.policies import Policy, PolicyError, available, get_policy
 from emulate.sim.flowsim import Simulator, simulate
 from topologies.fabric import Fabric
@@ -1097,6 +1097,57 @@ def test_kept_matching_gives_the_schedule_of_a_matching_rebuilt_at_every_plan(w,
         assert np.array_equal(getattr(kept.segments, field),
                               getattr(rebuilt.segments, field)), field
     assert np.array_equal(kept.flow_completion, rebuilt.flow_completion, equal_nan=True)
+
+
+class MovingCores(Policy):
+    """Coflows by index (a matching plan) or fair sharing; at about half the plans every
+    eligible flow not started takes a random core. ``inplace``: the plans' cores are one
+    array written in place, as the least-loaded rule's buffer is
+    (:func:`controller.cores.plan_cores`); else each plan has a new array with the same
+    values."""
+
+    name = "test-moving-cores"
+
+    def __init__(self, seed, sharing, inplace):
+        super().__init__()
+        self.seed, self.sharing, self.inplace = seed, sharing, inplace
+
+    def start(self, workload):
+        super().start(workload)
+        self.rng = np.random.default_rng(self.seed)
+        self.core = np.zeros(workload.arrays.n_flows, dtype=np.int64)
+
+    def plan(self, state):
+        a = state.arrays
+        core = self.core if self.inplace else self.core.copy()
+        if self.rng.random() < 0.5:
+            flows = state.eligible_flows()
+            pin = state.core[flows]
+            core[flows] = np.where(pin >= 0, pin, self.rng.integers(0, a.cores, len(flows)))
+        self.core = core
+        if self.sharing == "fair":
+            return Plan(core=core, rank=np.zeros(a.n_flows), sharing="fair", backfill=False)
+        return coflow_order_plan(state, state.active_coflows, core=core)
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(w=workloads(cores=(2, 3), coflows=(2, 7), max_size=9),
+       sharing=st.sampled_from(["priority", "fair"]), seed=st.integers(0, 2**16))
+def test_cores_written_in_place_give_the_schedule_of_new_arrays(w, sharing, seed):
+    """The engines keep the matching's pair lists and the fair-sharing state while a plan
+    leaves its flows on their cores: a policy that writes its plans' cores into one array
+    (the least-loaded rule does) gets the schedule of one that makes a new array at each
+    plan, segment for segment, and the rescan's completions."""
+    runs = [Simulator(w, MovingCores(seed, sharing, inplace), segments=True,
+                      incremental=incremental).run()
+            for inplace, incremental in ((True, True), (False, True), (True, False))]
+    for r in runs:
+        verify(w, r)
+    inplace, fresh, rescan = runs
+    for field in ("flow", "core", "start", "end", "rate_bps"):
+        assert np.array_equal(getattr(inplace.segments, field),
+                              getattr(fresh.segments, field)), field
+    assert close(inplace.coflow_completion, rescan.coflow_completion)
 
 
 def test_aalo_rekeys_instead_of_rebuilding_with_releases_at_zero(monkeypatch):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from controller.cores import least_loaded_cores
+from controller.cores import least_loaded_cores, plan_cores
 from controller.plan import Plan, State, single_core
 from controller.policies.base import Policy, PolicyError, register
 
@@ -66,12 +66,15 @@ class Fair(Policy):
         a = state.arrays
         if a.cores == 1:
             core = single_core(a)   # (the shared zeros: validated without a pass)
-        elif self.cores == "ecmp":
-            core = np.where(state.core >= 0, state.core, self._ecmp)
         else:
             flows = state.eligible_flows()
-            core = least_loaded_cores(a, flows, self._ones, state.core,
-                                      state.workload.fabric.rates)
+            core = plan_cores(self, a)
+            if self.cores == "ecmp":
+                pin = state.core[flows]
+                core[flows] = np.where(pin >= 0, pin, self._ecmp[flows])
+            else:
+                least_loaded_cores(a, flows, self._ones, state.core,
+                                   state.workload.fabric.rates, out=core)
         # every eligible flow sends at once: at a completion the plan is this one less the
         # finished flows (the balanced rule on several cores looks at the flows left)
         return Plan(core=core, rank=self._zero_rank, sharing="fair", backfill=False,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from controller.cores import least_loaded_cores
+from controller.cores import least_loaded_cores, plan_cores
 from controller.indexing import no_wraparound
 from controller.plan import CoflowPlan, State, coflow_order_plan, single_core
 
@@ -404,7 +404,8 @@ def ordered_plan(state: State, index: FlowIndex, order: np.ndarray, *,
     if a.cores == 1:
         return coflow_order_plan(state, order, **kw), flows, bounds
     load = state.remaining if core_load is None else core_load
-    core = least_loaded_cores(a, flows, load, state.core, state.workload.fabric.rates)
+    core = least_loaded_cores(a, flows, load, state.core, state.workload.fabric.rates,
+                              out=plan_cores(index, a))
     return CoflowPlan(state, order, core, **kw), flows, bounds
 
 

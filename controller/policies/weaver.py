@@ -182,7 +182,7 @@ class Weaver(Policy):
             self._plan_core[pinned] = state.core[pinned]
         # (a flow that sends afterwards is pinned to its plan's core: flows do not
         # migrate, Plan.validate says so, so the kept cores stay the flows' pins)
-        core = self._plan_core.copy()
+        core = self._plan_core  # (the engines allow a plan's cores written in place)
         # sub-coflows (coflow, core), each ordered by its bottleneck on its own core
         flows, bounds = idx.gather(active, state.eligible)
         gamma = idx.bottleneck(flows, bounds, state.remaining, core=core, core_rates=rates)

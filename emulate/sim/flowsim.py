@@ -179,12 +179,34 @@ _NO_CHANGE = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
 
 
 @numba.njit(cache=True)
-def _same_cores(order, done, core, new_core):
-    """Whether every flow of ``order`` not done has the same core in both."""
-    for f in order:
-        if not done[f] and core[f] != new_core[f]:
+def _same_order_cores(order, done, of_order, new_core):
+    """Whether every flow ``order[i]`` not done has core ``of_order[i]`` in ``new_core``."""
+    for i in range(order.shape[0]):
+        f = order[i]
+        if not done[f] and of_order[i] != new_core[f]:
             return False
     return True
+
+
+def kept_cores(core: np.ndarray, order: np.ndarray, cores: int):
+    """What a kept engine state remembers of the cores it was built with, for
+    :func:`same_cores`: nothing on one core (every flow on core 0, validated), else the
+    array and the cores of ``order``'s flows, O(len(order)). A policy may reuse one array
+    for its plans' cores, writing each plan's in place (the least-loaded rule's buffer,
+    :func:`controller.cores.least_loaded_cores`): the array itself would not tell."""
+    return None if cores == 1 else (core, core[order])
+
+
+def same_cores(kept, order, done, new_core) -> bool:
+    """Whether every flow of ``order`` (the one :func:`kept_cores` saw) not done has the
+    same core in ``new_core`` as then: the same read-only array always does (a policy
+    does not hand out a read-only view of an array it writes)."""
+    if kept is None:
+        return True
+    core, of_order = kept
+    if new_core is core and not core.flags.writeable:
+        return True
+    return _same_order_cores(order, done, of_order, new_core)
 
 
 @numba.njit(cache=True)
@@ -270,10 +292,12 @@ class Simulator:
         self._left_at_order = 0  # flows left (lifecycle.left's sum) when it was set
         # the matching's pair lists kept for the next plan when it serves the same
         # coflows in the same order (see _same_order) or moves some (_reorder): (coflow
-        # order, cores, pairs, [matching, ports to repair (port, after key), their count])
+        # order, kept_cores, pairs, [matching, ports to repair (port, after key), their
+        # count])
         self._kept = None
         self._rekeyed = _NO_CHANGE  # the pairs _reorder moved, and their old head keys
-        self._fair = None  # the fair-sharing kernel's state, kept likewise: (cores, state)
+        # the fair-sharing kernel's state, kept likewise: (kept_cores, state)
+        self._fair = None
         self._through = False  # run(): keep plans through completions if they say so
         self._every_coflow = np.ones(nc, dtype=np.bool_)
         self._with_successors = np.array([len(s) > 0 for s in a.succs], dtype=np.bool_)
@@ -438,11 +462,11 @@ class Simulator:
             reason = self._advance_matching(stop, order, pos, core, limit, has_limit,
                                             plan, kept)
         elif fair and kept is not None:
-            reason = self._advance_fair(stop)
+            reason = self._advance_fair(stop, core)
         elif (plan.sharing == "fair" and not has_cap and not has_limit and self.incremental
               and not plan.rates_fixed):
             fair = True
-            reason = self._advance_fair(stop, order, core)
+            reason = self._advance_fair(stop, core, order)
         else:
             reason = self._advance_scan(stop, order, pos, core, cap, plan, has_cap, limit,
                                         has_limit)
@@ -502,8 +526,7 @@ class Simulator:
         order = self._order
         if not self._no_new_flows():
             return None   # coflows became ready: their flows join the order
-        if (self.arrays.cores > 1 and core is not plan.core  # one core: all 0 (validated)
-                and not _same_cores(order, self.done, core, plan.core)):
+        if not same_cores(core, order, self.done, plan.core):
             return None
         return pairs
 
@@ -536,10 +559,12 @@ class Simulator:
         if match is None:
             match = [np.full(2 * nport, -1, dtype=np.int64), np.empty(4 * nport, np.int64),
                      np.empty(4 * nport, np.int64), -1]  # (n_pend -1: build it)
+        cores = self._kept[1] if kept is not None else None  # (still the plan's)
         self._kept = None
         if plan.coflow_order is not None:
-            keep_core = core if core is plan.core and not core.flags.writeable else core.copy()
-            self._kept = (plan.coflow_order.copy(), keep_core, pairs, match)
+            if kept is None:
+                cores = kept_cores(core, order, a.cores)
+            self._kept = (plan.coflow_order.copy(), cores, pairs, match)
         owner, pend_port, pend_after, n_pend = match
         changed, changed_old = self._rekeyed
         self._rekeyed = _NO_CHANGE
@@ -573,17 +598,17 @@ class Simulator:
         in between the engine goes on with its state instead of building it again."""
         if self._fair is None:
             return None
-        core, state = self._fair
+        cores, state = self._fair
         if self.lifecycle.n_eligible != fairshare.live_flows(state):
             return None
-        if (self.arrays.cores > 1 and plan.core is not core
-                and not _same_cores(self._order, self.done, core, plan.core)):
+        if not same_cores(cores, self._order, self.done, plan.core):
             return None
         return state
 
-    def _advance_fair(self, stop, order=None, core=None) -> int:
+    def _advance_fair(self, stop, core, order=None) -> int:
         """Fair sharing without caps (emulate.sim.fairshare): a state built for the flows
-        of ``order`` on ``core``, or the kept one."""
+        of ``order`` on ``core``, or the kept one (whose flows not done ``core`` puts on
+        the cores it was built with)."""
         a = self.arrays
         life = self.lifecycle
         if order is not None:
@@ -594,8 +619,8 @@ class Simulator:
                 self.t, live, a.src, a.dst, a.coflow, a.size, core, a.ports, self.core_cap,
                 self.rem, self.rate, self.pinned, self.record, self.seg_start, *self._seg,
                 self.n_seg, a.pair_index[1], self._map())
-            self._fair = (core if not core.flags.writeable else core.copy(), state)
-        core, state = self._fair
+            self._fair = (kept_cores(core, order, a.cores), state)
+        state = self._fair[1]
         while True:
             t, reason, self.n_seg, ev = fairshare.run(
                 state, self.t, stop, a.coflow, a.size, core, self.core_cap, self.rem,
@@ -665,8 +690,7 @@ class Simulator:
             return None, None
         if not self._no_new_flows():
             return None, None  # coflows became ready: their flows join the order
-        if (a.cores > 1 and core is not plan.core
-                and not _same_cores(self._order, self.done, core, plan.core)):
+        if not same_cores(core, self._order, self.done, plan.core):
             return None, None
         label = self._label
         keep = heaviest_increasing(label[new], np.maximum(life.left[new], 1).astype(np.float64))
