@@ -368,6 +368,7 @@ class SparsePlan(Plan):
         a = state.arrays
         if not isinstance(self.core, np.ndarray) or self.core.shape != (a.n_flows,):
             raise PlanError(f"plan.core must be a numpy array of {a.n_flows} entries")
+        self._validate_cores(state)   # (first: a grouped order reads the flows' cores)
         self._validate_order(state)
         if self.cap_flows is not None and (
                 self.cap_values is None or self.cap_values.shape != self.cap_flows.shape
@@ -378,7 +379,6 @@ class SparsePlan(Plan):
             raise PlanError(f"plan.byte_limit must be None or an array of {a.n_coflows} entries")
         if self.sharing != "priority":
             raise PlanError(f"a {type(self).__name__} shares by priority, not {self.sharing!r}")
-        self._validate_cores(state)
 
 
 class CoflowPlan(SparsePlan):
@@ -451,16 +451,23 @@ class FlowOrderPlan(SparsePlan):
 
     def flow_order(self, state: State, flows: np.ndarray | None = None) -> np.ndarray:
         f = self.flows
-        if (flows is None and len(f) == np.count_nonzero(state.eligible)
+        if (flows is None and len(f) == len(state.eligible_flows())
                 and bool(state.eligible[f].all())):
             return f   # (validated: each once)
         return super().flow_order(state, flows)
 
     def _validate_order(self, state: State) -> None:
+        """``flows`` lists every eligible flow once: as many as there are, each eligible,
+        none twice. Grouped, the sub-coflows say none is twice (each sub-coflow once, by
+        index inside, and a flow is in one sub-coflow), in O(flows listed); otherwise
+        a mark per flow of the workload."""
         n = state.arrays.n_flows
         f = self.flows
-        if (f.ndim != 1 or len(f) != np.count_nonzero(state.eligible)
-                or not _each_eligible_once(f, state.eligible, np.zeros(n, dtype=np.bool_))):
+        once = (f.ndim == 1 and len(f) == len(state.eligible_flows())
+                and bool(np.all((f >= 0) & (f < n))) and bool(state.eligible[f].all()))
+        if once and not self.grouped:
+            once = _each_eligible_once(f, state.eligible, np.zeros(n, dtype=np.bool_))
+        if not once:
             raise PlanError("plan.flows must list every eligible flow once (and no other)")
         if self.grouped and len(f) and not len(self.sub_coflows()[1]):
             raise PlanError("plan.flows (grouped) must list each sub-coflow's flows (a "

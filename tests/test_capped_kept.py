@@ -477,18 +477,25 @@ def test_flow_order_plan_must_list_every_eligible_flow_once():
     class Listing(Policy):
         name = "test-listing"
 
-        def __init__(self, flows=None):
+        def __init__(self, flows=None, grouped=False, core=(0, 0, 0)):
             super().__init__()
-            self.flows = flows
+            self.flows, self.grouped, self.core = flows, grouped, np.array(core)
 
         def plan(self, state):
             flows = (np.flatnonzero(state.eligible)[::-1] if self.flows is None
                      else self.flows)
-            return FlowOrderPlan(state, flows, np.zeros(state.arrays.n_flows, dtype=np.int64))
+            return FlowOrderPlan(state, flows, self.core, grouped=self.grouped)
 
     for what, flows in bad.items():
         with pytest.raises(PlanError, match="every eligible flow once"):
             Simulator(w, Listing(flows)).run()
+        # grouped, the sub-coflows tell a flow listed twice (each once, by index inside)
+        with pytest.raises(PlanError, match="every eligible flow once|by index inside"):
+            Simulator(w, Listing(flows, grouped=True, core=(0, 1, 0))).run()
+    # a grouped order reads its flows' cores: checked first
+    for core in ((0, -1, 0), (0, 2, 0)):
+        with pytest.raises(PlanError, match="plan.core must be in 0..1"):
+            Simulator(w, Listing([1, 0], grouped=True, core=core)).run()
     ok = Simulator(w, Listing()).run()   # the eligible flows, last first
     assert np.all(np.isfinite(ok.coflow_completion))
     assert ok.flow_completion[1] < ok.flow_completion[0]
