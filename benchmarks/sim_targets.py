@@ -31,7 +31,7 @@ runs them (the helpers of ``sim_reference.py``, ``sim_end_to_end.py`` and
   every policy on several cores 1.3-2.3x at 4x, before 2026-11-30.
 
 Rows are written to ``--out`` (JSON, replaced atomically after each row) as they come,
-so an interrupted run keeps what it measured. The whole run takes 30-40 minutes on the
+so an interrupted run keeps what it measured. The whole run takes 25-45 minutes on the
 2-core VM (``--tiles 1,4`` and ``--repeat 1`` for a quicker look).
 
 Usage: ``python benchmarks/sim_targets.py [--reference PATH] [--trace PATH] [--repeat N]
@@ -158,8 +158,9 @@ def growth_rows(table: Table, args, policies: dict[int, list[str]], tmp: str,
                 n = flows1 * k
                 # tiles: k copies of the same schedule; in time, each copy runs into the
                 # tail of the one before (the mean CCT differs a little)
-                same = ("same" if abs(r["cct"] - base["cct"]) <= 1e-9 * base["cct"] else
-                        f"{r['cct']:.2f} against {base['cct']:.2f}" if in_time else "OTHER")
+                same = ("same as 1x" if abs(r["cct"] - base["cct"]) <= 1e-9 * base["cct"]
+                        else f"{r['cct']:.2f}, {base['cct']:.2f} at 1x" if in_time
+                        else "OTHER than 1x")
                 for what, key, unit, scale in (("cpu", "user", "s", 1.0),
                                                ("mem", "rss", "MB", 2.0 ** -20)):
                     one, at_k, zero = base[key], r[key], fixed[key]
@@ -173,7 +174,7 @@ def growth_rows(table: Table, args, policies: dict[int, list[str]], tmp: str,
                               f"{zero * scale:.1f} {unit} fixed, {one * scale:.1f} at 1x, "
                               f"{at_k * scale:.1f} at {k}x ({per_flow}); simulation "
                               f"{base['sim']:.1f} s at 1x, {r['sim']:.1f} s at {k}x; mean "
-                              f"CCT {same} as 1x", k=k, slack=args.growth_slack)
+                              f"CCT {same}", k=k, slack=args.growth_slack)
 
 
 def main() -> None:
