@@ -449,11 +449,16 @@ class FlowOrderPlan(SparsePlan):
         listed[self.flows] = True
         return listed
 
-    def flow_order(self, state: State, flows: np.ndarray | None = None) -> np.ndarray:
+    def _as_many_eligible(self, state: State) -> bool:
+        """Whether ``flows`` lists as many flows as are eligible, each an eligible one."""
         f = self.flows
-        if (flows is None and len(f) == len(state.eligible_flows())
-                and bool(state.eligible[f].all())):
-            return f   # (validated: each once)
+        return (f.ndim == 1 and len(f) == len(state.eligible_flows())
+                and bool(np.all((f >= 0) & (f < state.arrays.n_flows)))
+                and bool(state.eligible[f].all()))
+
+    def flow_order(self, state: State, flows: np.ndarray | None = None) -> np.ndarray:
+        if flows is None and self._as_many_eligible(state):
+            return self.flows   # (validated: each once)
         return super().flow_order(state, flows)
 
     def _validate_order(self, state: State) -> None:
@@ -463,8 +468,7 @@ class FlowOrderPlan(SparsePlan):
         a mark per flow of the workload."""
         n = state.arrays.n_flows
         f = self.flows
-        once = (f.ndim == 1 and len(f) == len(state.eligible_flows())
-                and bool(np.all((f >= 0) & (f < n))) and bool(state.eligible[f].all()))
+        once = self._as_many_eligible(state)
         if once and not self.grouped:
             once = _each_eligible_once(f, state.eligible, np.zeros(n, dtype=np.bool_))
         if not once:

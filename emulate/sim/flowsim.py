@@ -517,7 +517,7 @@ class Simulator:
         kept = self._kept
         if kept is None or plan.coflow_order is None:
             return None
-        co, core, pairs, _ = kept
+        co, cores, pairs, _ = kept
         life = self.lifecycle
         new = plan.coflow_order
         old = co[~life.done[co]]
@@ -526,7 +526,7 @@ class Simulator:
         order = self._order
         if not self._no_new_flows():
             return None   # coflows became ready: their flows join the order
-        if not same_cores(core, order, self.done, plan.core):
+        if not same_cores(cores, order, self.done, plan.core):
             return None
         return pairs
 
@@ -681,7 +681,7 @@ class Simulator:
         kept = self._kept
         if kept is None or self._label is None or plan.coflow_order is None:
             return None, None
-        co, core, pairs, _ = kept
+        co, cores, pairs, _ = kept
         a = self.arrays
         life = self.lifecycle
         new = plan.coflow_order
@@ -690,7 +690,7 @@ class Simulator:
             return None, None
         if not self._no_new_flows():
             return None, None  # coflows became ready: their flows join the order
-        if not same_cores(core, self._order, self.done, plan.core):
+        if not same_cores(cores, self._order, self.done, plan.core):
             return None, None
         label = self._label
         keep = heaviest_increasing(label[new], np.maximum(life.left[new], 1).astype(np.float64))
